@@ -1,0 +1,83 @@
+"""Static analysis: AST -> CheckedProgram, or every error of a phase as diagnostics.
+
+Phases: names (catalog), rules (safety), strata. A phase runs only if the ones before it
+found no errors, since its findings would rest on a broken program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from overlog import syntax as s
+from overlog.analysis.catalog import NATIVE_HANDLER, Relation, build_catalog
+from overlog.analysis.safety import check_statements
+from overlog.analysis.strata import RuleInfo, Stratum, stratify
+from overlog.diagnostics import Diagnostic
+from overlog.errors import SemanticError
+from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.source import Source
+
+__all__ = ["CheckedProgram", "Relation", "RuleInfo", "Stratum", "analyze"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedProgram:
+    """A program that passed analysis, with what analysis learned about it."""
+
+    program: s.Program
+    source: Source
+    relations: dict[str, Relation]
+    rules: tuple[RuleInfo, ...]
+    strata: tuple[Stratum, ...]
+    warnings: tuple[Diagnostic, ...]
+
+    @property
+    def watched(self) -> tuple[str, ...]:
+        return tuple(st.name for st in self.program.statements if isinstance(st, s.Watch))
+
+    @property
+    def handlers(self) -> tuple[tuple[str, str], ...]:
+        """(event relation, "module:function") pairs from registerNativeEventHandler facts."""
+        return tuple(
+            (f.atom.args[0].value, f.atom.args[1].value)  # type: ignore[union-attr]
+            for f in self.program.facts if f.atom.name == NATIVE_HANDLER)
+
+
+def analyze(program: s.Program, source: Source,
+            functions: Mapping[str, tuple[int, float]] | None = None) -> CheckedProgram:
+    """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most))."""
+    known = {**BUILTIN_FUNCTIONS, **(functions or {})}
+    relations, diagnostics = build_catalog(program)
+    diagnostics += check_statements(program, known)
+    warnings = [d for d in diagnostics if not d.is_error]
+    if len(warnings) != len(diagnostics):
+        raise SemanticError(diagnostics, source)
+    infos, strata, errors = stratify(program, relations)
+    if errors:
+        raise SemanticError(errors + warnings, source)
+    warnings += _unfed_relations(program, relations)
+    return CheckedProgram(program=program, source=source, relations=relations, rules=infos,
+                          strata=strata, warnings=tuple(warnings))
+
+
+def _unfed_relations(program: s.Program, relations: dict[str, Relation]) -> list[Diagnostic]:
+    written = {f.atom.name for f in program.facts}
+    written |= {r.head.name for r in program.rules if not r.delete}
+    reported: set[str] = set()
+    warnings = []
+    for rule in program.rules:
+        for literal in rule.body:
+            atom = literal.atom if isinstance(literal, s.Negation) else literal
+            if not isinstance(atom, s.Atom) or atom.name in written | reported:
+                continue
+            relation = relations.get(atom.name)
+            if relation is None or relation.builtin:
+                continue
+            reported.add(atom.name)
+            form = "generate_event" if relation.event else "insert"
+            warnings.append(Diagnostic(
+                "W201", f"relation `{atom.name}` is read but no rule or fact writes it "
+                f"(it can only be fed from outside, with {form})", atom.span,
+                severity="warning"))
+    return warnings

@@ -1,0 +1,229 @@
+"""Names pass: which relations exist, their arity, persistent or event, keys and lifetimes.
+
+Reports arity mismatches, persistent/event conflicts, bad declarations, reserved names, misuse
+of the built-in relations, and unknown native handlers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+
+from overlog import syntax as s
+from overlog.diagnostics import Diagnostic, Note
+from overlog.source import Span
+
+PERIODIC = "periodic"
+NATIVE_HANDLER = "registerNativeEventHandler"
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """What the program says of one relation."""
+
+    name: str
+    arity: int
+    event: bool
+    keys: tuple[int, ...]  # 0-based key positions; every field when undeclared
+    lifetime: float = math.inf  # seconds
+    size: float = math.inf  # row cap
+    declared: bool = False  # has a materialize(...) declaration
+    builtin: bool = False  # fed by the runtime (periodic)
+    span: Span | None = None  # declaration, or first use
+
+
+@dataclass(frozen=True, slots=True)
+class _Use:
+    name: str
+    arity: int
+    event: bool
+    span: Span | None
+    role: str  # "head" | "body" | "negated" | "fact"
+
+
+def _uses(program: s.Program) -> list[_Use]:
+    uses = []
+    for statement in program.statements:
+        if isinstance(statement, s.Fact):
+            atom = statement.atom
+            uses.append(_Use(atom.name, atom.arity, atom.event, atom.span, "fact"))
+        elif isinstance(statement, s.Rule):
+            head = statement.head
+            uses.append(_Use(head.name, head.arity, head.event, head.span, "head"))
+            for literal in statement.body:
+                if isinstance(literal, s.Atom):
+                    uses.append(_Use(literal.name, literal.arity, literal.event, literal.span,
+                                     "body"))
+                elif isinstance(literal, s.Negation):
+                    atom = literal.atom
+                    uses.append(_Use(atom.name, atom.arity, atom.event, atom.span, "negated"))
+    return uses
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _kind(event: bool) -> str:
+    return "an event" if event else "persistent"
+
+
+def _form(name: str, event: bool) -> str:
+    return f"{name}[...]" if event else f"{name}(...)"
+
+
+def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnostic]]:
+    """The program's relations, in order of first appearance, and the errors found."""
+    diagnostics: list[Diagnostic] = []
+    first: dict[str, _Use] = {}
+    reported_reserved: set[str] = set()
+
+    for use in _uses(program):
+        if use.name.startswith("f_") and use.name not in reported_reserved:
+            reported_reserved.add(use.name)
+            diagnostics.append(Diagnostic(
+                "E217", f"relation name `{use.name}` is reserved: names starting with `f_` "
+                "are functions", use.span))
+            continue
+        if use.name == PERIODIC:
+            diagnostics += _check_periodic_use(use)
+        elif use.name == NATIVE_HANDLER and use.role != "fact":
+            diagnostics.append(Diagnostic(
+                "E218", f"`{NATIVE_HANDLER}` is a declaration: write it as a fact "
+                f"`{NATIVE_HANDLER}[\"relation\", \"module:function\"].`", use.span))
+            continue
+        seen = first.get(use.name)
+        if seen is None:
+            first[use.name] = use
+            continue
+        if seen.event != use.event:
+            diagnostics.append(Diagnostic(
+                "E202", f"relation `{use.name}` is used as {_kind(use.event)} relation here "
+                f"but as {_kind(seen.event)} relation before",
+                use.span,
+                notes=(Note(f"first used as `{_form(use.name, seen.event)}` here", seen.span),
+                       Note("a relation is persistent `p(...)` or an event `p[...]` in the "
+                            "whole program"))))
+        elif seen.arity != use.arity:
+            diagnostics.append(Diagnostic(
+                "E201", f"relation `{use.name}` is used with {_plural(use.arity, 'argument')} "
+                f"here but with {_plural(seen.arity, 'argument')} before",
+                use.span,
+                notes=(Note(f"first used with {_plural(seen.arity, 'argument')} here",
+                            seen.span),)))
+
+    declarations: dict[str, s.Materialize] = {}
+    for statement in program.statements:
+        if isinstance(statement, s.Materialize):
+            diagnostics += _check_materialize(statement, declarations, first)
+            declarations.setdefault(statement.name, statement)
+        elif isinstance(statement, s.Watch) and statement.name not in first:
+            diagnostics.append(Diagnostic(
+                "E220", f"`watch` names relation `{statement.name}`, which the program does "
+                "not use", statement.span))
+        elif isinstance(statement, s.Fact) and statement.atom.name == NATIVE_HANDLER:
+            diagnostics += _check_native_handler(statement.atom, first)
+
+    relations: dict[str, Relation] = {}
+    for name, use in first.items():
+        if name == NATIVE_HANDLER:
+            continue
+        declaration = declarations.get(name)
+        keys = tuple(range(use.arity))
+        lifetime = size = math.inf
+        span = use.span
+        if declaration is not None:
+            if declaration.keys and all(1 <= k <= use.arity for k in declaration.keys):
+                keys = tuple(k - 1 for k in declaration.keys)
+            lifetime, size, span = declaration.lifetime, declaration.size, declaration.span
+        relations[name] = Relation(name=name, arity=use.arity, event=use.event, keys=keys,
+                                   lifetime=lifetime, size=size,
+                                   declared=declaration is not None,
+                                   builtin=name == PERIODIC, span=span)
+    return relations, diagnostics
+
+
+def _check_periodic_use(use: _Use) -> list[Diagnostic]:
+    problems = []
+    if use.role in ("head", "fact"):
+        problems.append(Diagnostic(
+            "E215", "`periodic` is produced by the runtime: it can only be read in a rule body",
+            use.span))
+    elif not use.event or use.arity not in (3, 4):
+        problems.append(Diagnostic(
+            "E215", "`periodic` is written `periodic[@Node, Id, Period, Count]` "
+            "(Count may be omitted: for ever)", use.span))
+    return problems
+
+
+def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],
+                       first: dict[str, _Use]) -> list[Diagnostic]:
+    problems = []
+    if decl.name in seen:
+        problems.append(Diagnostic(
+            "E204", f"relation `{decl.name}` is declared twice", decl.span,
+            notes=(Note("first declared here", seen[decl.name].span),)))
+        return problems
+    use = first.get(decl.name)
+    if use is not None and use.event:
+        problems.append(Diagnostic(
+            "E202", f"`materialize` declares `{decl.name}` persistent, but it is used as an "
+            "event relation", decl.span,
+            notes=(Note(f"used as `{decl.name}[...]` here", use.span),)))
+    if not decl.lifetime > 0:
+        problems.append(Diagnostic(
+            "E224", f"lifetime of `{decl.name}` must be a positive number of seconds or "
+            "`infinity`", decl.span))
+    if not (decl.size == math.inf or (isinstance(decl.size, int) and decl.size >= 1)):
+        problems.append(Diagnostic(
+            "E224", f"size of `{decl.name}` must be a positive whole number of rows or "
+            "`infinity`", decl.span))
+    if use is not None:
+        bad = [k for k in decl.keys if not 1 <= k <= use.arity]
+        if bad:
+            problems.append(Diagnostic(
+                "E203", f"key position {bad[0]} is out of range for `{decl.name}`, which has "
+                f"{_plural(use.arity, 'field')} (positions are 1-based)", decl.span,
+                notes=(Note(f"`{decl.name}` used with {_plural(use.arity, 'argument')} here",
+                            use.span),)))
+    if len(set(decl.keys)) != len(decl.keys):
+        problems.append(Diagnostic(
+            "E203", f"key positions of `{decl.name}` repeat a position", decl.span))
+    return problems
+
+
+def _check_native_handler(atom: s.Atom, first: dict[str, _Use]) -> list[Diagnostic]:
+    usage = (f"write `{NATIVE_HANDLER}[\"relation\", \"module:function\"].`")
+    if not atom.event or atom.arity != 2 or not all(
+            isinstance(a, s.Const) and isinstance(a.value, str) for a in atom.args):
+        return [Diagnostic("E218", f"malformed `{NATIVE_HANDLER}`: {usage}", atom.span)]
+    relation, target = (a.value for a in atom.args)  # type: ignore[union-attr]
+    problems = []
+    use = first.get(relation)
+    if use is None:
+        problems.append(Diagnostic(
+            "E218", f"native handler bound to `{relation}`, which the program does not use",
+            atom.args[0].span))
+    elif not use.event:
+        problems.append(Diagnostic(
+            "E218", f"native handlers listen to event relations; `{relation}` is persistent",
+            atom.args[0].span, notes=(Note(f"`{relation}` used here", use.span),)))
+    error = resolve_handler(target)
+    if error:
+        problems.append(Diagnostic("E218", error, atom.args[1].span))
+    return problems
+
+
+def resolve_handler(target: str) -> str | None:
+    """None if ``module:function`` names a callable, else what is wrong with it."""
+    module_name, _, function = target.partition(":")
+    if not module_name or not function:
+        return f"native handler `{target}` must be written `module:function`"
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any import failure is the user's to see, not a crash
+        return f"unknown native handler `{target}`: cannot import `{module_name}` ({error})"
+    if not callable(getattr(module, function, None)):
+        return f"unknown native handler `{target}`: `{module_name}` has no function `{function}`"
+    return None

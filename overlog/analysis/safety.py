@@ -1,0 +1,266 @@
+"""Rule pass: safety of variables, functions and aggregates, location specifiers, facts.
+
+Also warns about variables used only once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from overlog import syntax as s
+from overlog.diagnostics import Diagnostic, Note
+from overlog.functions import AGGREGATES, BUILTIN_FUNCTIONS, describe_arity
+
+
+def check_statements(program: s.Program,
+                     functions: Mapping[str, tuple[int, float]]) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    for statement in program.statements:
+        if isinstance(statement, s.Rule):
+            diagnostics += check_rule(statement, functions)
+        elif isinstance(statement, s.Fact):
+            diagnostics += check_fact(statement, functions)
+    return diagnostics
+
+
+def _atoms(rule: s.Rule) -> Iterable[s.Atom]:
+    yield rule.head
+    for literal in rule.body:
+        if isinstance(literal, s.Atom):
+            yield literal
+        elif isinstance(literal, s.Negation):
+            yield literal.atom
+
+
+def check_fact(fact: s.Fact, functions: Mapping[str, tuple[int, float]]) -> list[Diagnostic]:
+    atom = fact.atom
+    problems = _check_calls(atom, functions) + _check_locations(atom, in_fact=True)
+    for node in s.walk(atom):
+        if isinstance(node, s.Agg):
+            problems.append(Diagnostic(
+                "E210", "aggregates belong in rule heads, not in facts", node.span))
+        elif isinstance(node, (s.Var, s.Wildcard)):
+            what = "`_`" if isinstance(node, s.Wildcard) else f"variable `{node.name}`"
+            problems.append(Diagnostic(
+                "E216", f"a fact must be ground, but it has {what}", node.span,
+                notes=(Note("facts hold values only; derive tuples with a rule "
+                            "`head :- body.`"),)))
+    return problems
+
+
+def check_rule(rule: s.Rule, functions: Mapping[str, tuple[int, float]]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    for atom in _atoms(rule):
+        problems += _check_locations(atom, in_fact=False)
+    problems += _check_calls(rule, functions)
+    problems += _check_head(rule)
+    for literal in rule.body:
+        nodes = s.walk(literal)
+        for node in nodes:
+            if isinstance(node, s.Agg):
+                problems.append(Diagnostic(
+                    "E210", "aggregates belong in rule heads, not in rule bodies", node.span))
+    problems += _check_wildcards(rule)
+    problems += _check_safety(rule)
+    problems += _check_body_locations(rule)
+    problems += _warn_single_use(rule)
+    return problems
+
+
+def _check_calls(node: object, functions: Mapping[str, tuple[int, float]]) -> list[Diagnostic]:
+    problems = []
+    for call in s.walk(node):
+        if not isinstance(call, s.Call):
+            continue
+        arity = functions.get(call.name)
+        if arity is None:
+            known = ", ".join(sorted(BUILTIN_FUNCTIONS))
+            problems.append(Diagnostic(
+                "E208", f"unknown function `{call.name}`", call.span,
+                notes=(Note(f"built-in functions: {known}; register others from Python"),)))
+        elif not arity[0] <= len(call.args) <= arity[1]:
+            problems.append(Diagnostic(
+                "E208", f"function `{call.name}` takes {describe_arity(*arity)}, "
+                f"but is given {len(call.args)}", call.span))
+    return problems
+
+
+def _check_head(rule: s.Rule) -> list[Diagnostic]:
+    head = rule.head
+    problems = []
+    aggregates = [a for a in head.args if isinstance(a, s.Agg)]
+    for agg in aggregates:
+        if agg.func not in AGGREGATES:
+            problems.append(Diagnostic(
+                "E209", f"unknown aggregate `{agg.spelling}`", agg.span,
+                notes=(Note("aggregates: count, sum, min, max, avg (or a_count, a_sum, ...)"),)))
+        elif agg.arg is None and agg.func != "count":
+            problems.append(Diagnostic(
+                "E209", f"`{agg.spelling}<*>` is not an aggregate: only `count` takes `*`",
+                agg.span))
+    if len(aggregates) > 1:
+        problems.append(Diagnostic(
+            "E222", "a rule head may hold at most one aggregate", aggregates[1].span,
+            notes=(Note("first aggregate here", aggregates[0].span),)))
+    if rule.delete:
+        if head.event:
+            problems.append(Diagnostic(
+                "E221", f"`delete` removes stored tuples, but `{head.name}` is an event",
+                head.span))
+        if aggregates:
+            problems.append(Diagnostic(
+                "E221", "a `delete` rule cannot aggregate", aggregates[0].span))
+    return problems
+
+
+def _check_wildcards(rule: s.Rule) -> list[Diagnostic]:
+    """`_` may stand only for a whole argument of a body atom."""
+    allowed = {id(a) for lit in rule.body for a in _literal_atom_args(lit)}
+    problems = []
+    for node in s.walk(rule):
+        if isinstance(node, s.Wildcard) and id(node) not in allowed:
+            problems.append(Diagnostic(
+                "E223", "`_` can only stand for an argument of a body atom", node.span))
+    return problems
+
+
+def _literal_atom_args(literal: s.Literal) -> tuple[s.Term, ...]:
+    if isinstance(literal, s.Atom):
+        return literal.args
+    if isinstance(literal, s.Negation):
+        return literal.atom.args
+    return ()
+
+
+def _unbound(node: object, bound: set[str]) -> list[s.Var]:
+    return [v for v in s.variables(node) if v.name not in bound]
+
+
+def _check_safety(rule: s.Rule) -> list[Diagnostic]:
+    """Every variable must be bound by a positive body atom (as a whole argument) or an
+    assignment whose right side is bound."""
+    bound: set[str] = set()
+    binder: dict[str, object] = {}
+    for literal in rule.body:
+        if isinstance(literal, s.Atom):
+            for arg in literal.args:
+                if isinstance(arg, s.Var) and arg.name not in bound:
+                    bound.add(arg.name)
+                    binder[arg.name] = literal
+    problems: list[Diagnostic] = []
+    pending = [lit for lit in rule.body if isinstance(lit, s.Assign)]
+    for assign in pending:
+        if assign.var.name in bound:
+            problems.append(Diagnostic(
+                "E219", f"`{assign.var.name}` is already bound; write `{assign.var.name} == ...` "
+                "to compare", assign.var.span,
+                notes=(Note(f"`{assign.var.name}` bound here",
+                            _span_of(binder[assign.var.name])),)))
+    pending = [a for a in pending if a.var.name not in bound]
+    progress = True
+    while pending and progress:
+        progress = False
+        for assign in list(pending):
+            if not _unbound(assign.expr, bound):
+                if assign.var.name in bound:
+                    problems.append(Diagnostic(
+                        "E219", f"`{assign.var.name}` is assigned twice", assign.var.span,
+                        notes=(Note("first assigned here", _span_of(binder[assign.var.name])),)))
+                bound.add(assign.var.name)
+                binder[assign.var.name] = assign
+                pending.remove(assign)
+                progress = True
+
+    hint = Note("bind it in a positive body atom or with `Var := expression`")
+    reported: set[tuple[str, str]] = set()
+
+    def report(code: str, var: s.Var, where: str) -> None:
+        if (code, var.name) in reported:
+            return
+        reported.add((code, var.name))
+        problems.append(Diagnostic(code, f"unsafe rule: variable `{var.name}` {where} is not "
+                                   "bound by the body", var.span, notes=(hint,)))
+
+    for var in _unbound(rule.head, bound):
+        report("E205", var, "in the head")
+    for literal in rule.body:
+        if isinstance(literal, s.Negation):
+            for var in _unbound(literal.atom, bound):
+                report("E206", var, "in `notin`")
+        elif isinstance(literal, s.Comparison):
+            for var in _unbound(literal, bound):
+                report("E207", var, "in a comparison")
+        elif isinstance(literal, s.Assign) and literal in pending:
+            for var in _unbound(literal.expr, bound):
+                report("E207", var, "in an assignment")
+        elif isinstance(literal, s.Atom):
+            for arg in literal.args:
+                if not isinstance(arg, (s.Var, s.Wildcard)):
+                    for var in _unbound(arg, bound):
+                        report("E207", var, "in an expression argument")
+    return problems
+
+
+def _span_of(node: object):
+    return getattr(node, "span", None)
+
+
+def _location_label(term: s.Term) -> str:
+    if isinstance(term, s.Var):
+        return term.name
+    if isinstance(term, s.Const):
+        return repr(term.value).replace("'", '"')
+    return "?"
+
+
+def _check_locations(atom: s.Atom, in_fact: bool) -> list[Diagnostic]:
+    problems = []
+    if len(atom.locs) > 1:
+        notes = tuple(Note("location specifier here", atom.args[i].span) for i in atom.locs[1:])
+        problems.append(Diagnostic(
+            "E211", f"`{atom.name}` has {len(atom.locs)} location specifiers; an atom has at "
+            "most one", atom.args[atom.locs[0]].span, notes=notes))
+    for i in atom.locs:
+        term = atom.args[i]
+        ok = isinstance(term, s.Const) and isinstance(term.value, str)
+        if not in_fact:
+            ok = ok or isinstance(term, s.Var)
+        if not ok:
+            what = "an address string" if in_fact else "a variable or an address string"
+            problems.append(Diagnostic(
+                "E212", f"a location specifier `@` must mark {what}", term.span))
+    return problems
+
+
+def _check_body_locations(rule: s.Rule) -> list[Diagnostic]:
+    located: dict[str, s.Atom] = {}
+    for literal in rule.body:
+        atom = literal.atom if isinstance(literal, s.Negation) else literal
+        if isinstance(atom, s.Atom) and len(atom.locs) == 1:
+            term = atom.loc
+            if isinstance(term, (s.Var, s.Const)):
+                located.setdefault(_location_label(term), atom)
+    if len(located) <= 1:
+        return []
+    (first_label, first_atom), *others = located.items()
+    notes = [Note(f"`{first_atom.name}` is located at `{first_label}` here", first_atom.span)]
+    notes += [Note(f"`{atom.name}` is located at `{label}` here", atom.span)
+              for label, atom in others]
+    names = ", ".join(f"`{label}`" for label in located)
+    return [Diagnostic(
+        "E213", f"rule body reads relations at different locations ({names}); all body atoms "
+        "must share one location variable", rule.span, notes=tuple(notes))]
+
+
+def _warn_single_use(rule: s.Rule) -> list[Diagnostic]:
+    """A variable used once in the body is a likely typo (once in the head is unsafe)."""
+    in_head = {id(v) for v in s.variables(rule.head)}
+    occurrences: dict[str, list[s.Var]] = {}
+    for var in s.variables(rule):
+        occurrences.setdefault(var.name, []).append(var)
+    return [
+        Diagnostic("W202", f"variable `{name}` is used only once; write `_` if that is "
+                   "intended", uses[0].span, severity="warning")
+        for name, uses in occurrences.items()
+        if len(uses) == 1 and not name.startswith("_") and id(uses[0]) not in in_head
+    ]

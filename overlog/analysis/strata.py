@@ -1,0 +1,174 @@
+"""Rule kinds, the in-step dependency graph and its stratification (networkx).
+
+Only edges inside a timestep count: view rules and rules with event heads. The buffered writes
+of event rules, delete rules and remote heads land in a later step, so they cannot close a
+cycle; they run once the step's fixpoint is complete ("deferred").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import networkx as nx
+
+from overlog import syntax as s
+from overlog.analysis.catalog import Relation
+from overlog.diagnostics import Diagnostic, Note
+from overlog.source import Span
+
+VIEW = "view"  # persistent head, persistent body: maintained at once, inside the fixpoint
+STATE = "state"  # persistent head, an event in the body: a buffered state change
+EVENT = "event"  # event head: tuples live in this timestep only
+DELETE = "delete"  # delete rule: applied at commit
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    index: int  # position among the program's rules
+    rule: s.Rule
+    kind: str
+    remote: bool  # the head is sent to another address
+    stratum: int | None  # None for deferred rules
+
+    @property
+    def deferred(self) -> bool:
+        return self.stratum is None
+
+    @property
+    def label(self) -> str:
+        return self.rule.name or f"rule {self.index + 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    index: int
+    relations: tuple[str, ...]
+    rules: tuple[int, ...]  # rule indexes
+
+
+def body_location(rule: s.Rule) -> s.Term | None:
+    """The location term the body's atoms share (analysis has checked there is at most one)."""
+    for literal in rule.body:
+        atom = literal.atom if isinstance(literal, s.Negation) else literal
+        if isinstance(atom, s.Atom) and len(atom.locs) == 1:
+            return atom.loc
+    return None
+
+
+def is_remote(rule: s.Rule) -> bool:
+    """A head located somewhere other than the body's location is sent over the network."""
+    head_loc = rule.head.loc if len(rule.head.locs) == 1 else None
+    return head_loc is not None and head_loc != body_location(rule)
+
+
+def classify(rule: s.Rule, relations: dict[str, Relation]) -> str:
+    if rule.delete:
+        return DELETE
+    if rule.head.event:
+        return EVENT
+    for literal in rule.body:
+        if isinstance(literal, s.Atom) and literal.event:
+            return STATE
+    return VIEW
+
+
+@dataclass(frozen=True, slots=True)
+class _Reason:
+    rule: int
+    span: Span | None
+    negative: bool
+    how: str  # "positive" | "negation" | "aggregation"
+
+
+def _dependency_graph(rules: list[tuple[int, s.Rule]],
+                      relations: dict[str, Relation]) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(relations)
+    for index, rule in rules:
+        aggregate = next((a for a in rule.head.args if isinstance(a, s.Agg)), None)
+        for literal in rule.body:
+            if isinstance(literal, s.Atom):
+                negative = aggregate is not None
+                reason = _Reason(index, aggregate.span if negative else literal.span, negative,
+                                 "aggregation" if negative else "positive")
+                source = literal.name
+            elif isinstance(literal, s.Negation):
+                reason = _Reason(index, literal.span, True, "negation")
+                source = literal.atom.name
+            else:
+                continue
+            if not graph.has_edge(source, rule.head.name):
+                graph.add_edge(source, rule.head.name, reasons=[])
+            graph.edges[source, rule.head.name]["reasons"].append(reason)
+    return graph
+
+
+def _negative_reason(graph: nx.DiGraph, u: str, v: str) -> _Reason | None:
+    return next((r for r in graph.edges[u, v]["reasons"] if r.negative), None)
+
+
+def _cycle_error(graph: nx.DiGraph, component: set[str], rules: dict[int, s.Rule],
+                 ) -> Diagnostic | None:
+    candidates = []
+    for u, v in graph.subgraph(component).edges:
+        reason = _negative_reason(graph, u, v)
+        if reason is not None:
+            candidates.append((reason.span.line if reason.span else 0, u, v, reason))
+    if not candidates:
+        return None
+    _, u, v, reason = min(candidates, key=lambda c: (c[0], c[1], c[2]))
+    path = nx.shortest_path(graph.subgraph(component), v, u)  # v ... u, closing u -> v
+    cycle = [u, *path]
+    notes = [Note(f"`{v}` depends on `{u}` through {reason.how} here", reason.span)]
+    for a, b in pairwise(path):
+        step = graph.edges[a, b]["reasons"][0]
+        notes.append(Note(f"`{b}` depends on `{a}` here", step.span))
+    shown = " -> ".join(f"`{name}`" for name in cycle)
+    return Diagnostic(
+        "E214", f"cannot stratify: `{v}` depends on itself through {reason.how} "
+        f"(cycle {shown})", rules[reason.rule].span, notes=tuple(notes))
+
+
+def stratify(program: s.Program, relations: dict[str, Relation],
+             ) -> tuple[tuple[RuleInfo, ...], tuple[Stratum, ...], list[Diagnostic]]:
+    rules = list(enumerate(program.rules))
+    kinds = {i: classify(r, relations) for i, r in rules}
+    remote = {i: is_remote(r) for i, r in rules}
+    in_step = [(i, r) for i, r in rules if kinds[i] in (VIEW, EVENT) and not remote[i]]
+    graph = _dependency_graph(in_step, relations)
+
+    diagnostics = []
+    by_index = dict(rules)
+    for component in sorted(nx.strongly_connected_components(graph), key=sorted):
+        error = _cycle_error(graph, component, by_index)
+        if error is not None:
+            diagnostics.append(error)
+    if diagnostics:
+        return (), (), diagnostics
+
+    condensed = nx.condensation(graph)
+    level: dict[int, int] = {}
+    for node in nx.topological_sort(condensed):
+        level[node] = 0
+        for pred in condensed.predecessors(node):
+            members = condensed.nodes[pred]["members"]
+            negative = any(
+                _negative_reason(graph, a, b) is not None
+                for a in members for b in graph.successors(a)
+                if condensed.graph["mapping"][b] == node)
+            level[node] = max(level[node], level[pred] + (1 if negative else 0))
+    mapping = condensed.graph["mapping"]
+    relation_stratum = {name: level[mapping[name]] for name in relations}
+
+    infos = tuple(
+        RuleInfo(index=i, rule=r, kind=kinds[i], remote=remote[i],
+                 stratum=relation_stratum[r.head.name] if (i, r) in in_step else None)
+        for i, r in rules)
+    count = max(relation_stratum.values(), default=-1) + 1
+    strata = tuple(
+        Stratum(index=n,
+                relations=tuple(name for name in relations if relation_stratum[name] == n),
+                rules=tuple(info.index for info in infos if info.stratum == n))
+        for n in range(count))
+    return infos, strata, []

@@ -1,0 +1,144 @@
+"""The ``overlog`` command. Exit codes: 0 ok, 1 program error, 2 usage, 3 steps failed."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from overlog.analysis import CheckedProgram
+from overlog.compile import compile_program
+from overlog.diagnostics import render_all
+from overlog.errors import CompileError
+from overlog.printer import format_statement
+
+EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="overlog", description="Check, explain and run Overlog programs.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    check = commands.add_parser("check", help="check programs for errors")
+    check.add_argument("programs", nargs="+", metavar="PROGRAM.olg")
+    explain = commands.add_parser("explain", help="print relations, strata and rule kinds")
+    explain.add_argument("program", metavar="PROGRAM.olg")
+    return parser
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as error:
+        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _UsageError(f"cannot read {path}: not UTF-8 text") from None
+
+
+def _compile(path: str, err: TextIO) -> CheckedProgram | None:
+    try:
+        checked = compile_program(_read(path), path)
+    except CompileError as error:
+        print(error.render(), file=err)
+        return None
+    if checked.warnings:
+        print(render_all(list(checked.warnings), checked.source), file=err)
+    return checked
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(checked: CheckedProgram) -> str:
+    return (f"{_plural(len(checked.relations), 'relation')}, "
+            f"{_plural(len(checked.rules), 'rule')}, {_plural(len(checked.strata), 'stratum')}"
+            .replace("stratums", "strata"))
+
+
+def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    status = EXIT_OK
+    for path in args.programs:
+        checked = _compile(path, err)
+        if checked is None:
+            status = EXIT_PROGRAM
+        else:
+            print(f"{path}: ok ({summary(checked)})", file=out)
+    return status
+
+
+def _bound(value: float) -> str:
+    return "infinity" if value == math.inf else f"{value:g}"
+
+
+def explain(checked: CheckedProgram) -> str:
+    """Relations, strata and rule kinds, deterministically."""
+    lines = [f"program {checked.source.path}: {summary(checked)}", "", "relations:"]
+    width = max((len(name) for name in checked.relations), default=0)
+    for relation in checked.relations.values():
+        kind = "event" if relation.event else "persistent"
+        text = f"  {relation.name:<{width}}  {kind:<10}  arity {relation.arity}"
+        if not relation.event:
+            keys = ", ".join(str(k + 1) for k in relation.keys)
+            text += f"  keys({keys})"
+            if relation.lifetime != math.inf or relation.size != math.inf:
+                text += f"  lifetime {_bound(relation.lifetime)}  size {_bound(relation.size)}"
+        if relation.builtin:
+            text += "  (built-in)"
+        lines.append(text.rstrip())
+
+    def rule_line(index: int) -> str:
+        info = checked.rules[index]
+        kind = info.kind + (", remote" if info.remote else "")
+        return f"  {info.label} [{kind}]  {format_statement(info.rule)}"
+
+    for stratum in checked.strata:
+        lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
+        lines += [rule_line(i) for i in stratum.rules]
+    deferred = [info.index for info in checked.rules if info.deferred]
+    if deferred:
+        lines += ["", "deferred (after the fixpoint, written at commit or sent):"]
+        lines += [rule_line(i) for i in deferred]
+    return "\n".join(lines)
+
+
+def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    checked = _compile(args.program, err)
+    if checked is None:
+        return EXIT_PROGRAM
+    print(explain(checked), file=out)
+    return EXIT_OK
+
+
+_COMMANDS = {"check": _check, "explain": _explain}
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) and EXIT_USAGE
+    try:
+        return _COMMANDS[args.command](args, out, err)
+    except _UsageError as error:
+        print(f"overlog: error: {error}", file=err)
+        return EXIT_USAGE
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

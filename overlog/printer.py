@@ -1,0 +1,110 @@
+"""AST -> canonical .olg text. ``parse(format_program(p)) == p`` for every program."""
+
+from __future__ import annotations
+
+import math
+
+from overlog import syntax as s
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def format_value(value: object) -> str:
+    """A runtime value as an Overlog literal."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "infinity" if value > 0 else "-infinity"
+        text = repr(value)
+        return text if ("." in text or "e" in text or "n" in text) else text + ".0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + "".join(_escape(c) for c in value) + '"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def _escape(c: str) -> str:
+    if c in _ESCAPES:
+        return _ESCAPES[c]
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return f"\\u{ord(c):04x}"
+    return c
+
+
+def format_term(term: s.Term, context: int = 0) -> str:
+    """A term as text; ``context`` is the binding strength the surrounding operator needs."""
+    match term:
+        case s.Var(name=name):
+            return name
+        case s.Wildcard():
+            return "_"
+        case s.Const(value=value):
+            text = format_value(value)
+            # A negative literal binds like unary minus: parenthesize it under * / %.
+            return f"({text})" if text.startswith("-") and context >= 2 else text
+        case s.Call(name=name, args=args):
+            return f"{name}({', '.join(format_term(a) for a in args)})"
+        case s.BinOp(op=op, left=left, right=right):
+            level = _PRECEDENCE[op]
+            text = f"{format_term(left, level)} {op} {format_term(right, level + 1)}"
+            return f"({text})" if level < context else text
+        case s.Neg(operand=operand):
+            return f"-{format_term(operand, 3)}"
+        case s.ListExpr(items=items):
+            return f"[{', '.join(format_term(i) for i in items)}]"
+        case s.Agg(func=func, arg=arg):
+            return f"{func}<{'*' if arg is None else arg.name}>"
+    raise TypeError(f"not a term: {term!r}")
+
+
+def format_atom(atom: s.Atom) -> str:
+    args = ", ".join(
+        ("@" if i in atom.locs else "") + format_term(a) for i, a in enumerate(atom.args)
+    )
+    return f"{atom.name}[{args}]" if atom.event else f"{atom.name}({args})"
+
+
+def format_literal(literal: s.Literal) -> str:
+    match literal:
+        case s.Atom():
+            return format_atom(literal)
+        case s.Negation(atom=atom):
+            return f"notin {format_atom(atom)}"
+        case s.Comparison(op=op, left=left, right=right):
+            return f"{format_term(left)} {op} {format_term(right)}"
+        case s.Assign(var=var, expr=expr):
+            return f"{var.name} := {format_term(expr)}"
+    raise TypeError(f"not a body literal: {literal!r}")
+
+
+def _bound(value: int | float) -> str:
+    return "infinity" if value == math.inf else format_value(value)
+
+
+def format_statement(statement: s.Statement) -> str:
+    match statement:
+        case s.Rule(head=head, body=body, name=name, delete=delete):
+            prefix = (f"{name} " if name else "") + ("delete " if delete else "")
+            literals = ", ".join(format_literal(b) for b in body)
+            return f"{prefix}{format_atom(head)} :- {literals}."
+        case s.Fact(atom=atom):
+            return f"{format_atom(atom)}."
+        case s.Materialize(name=name, lifetime=lifetime, size=size, keys=keys):
+            key_text = ", ".join(str(k) for k in keys)
+            return f"materialize({name}, {_bound(lifetime)}, {_bound(size)}, keys({key_text}))."
+        case s.Watch(name=name):
+            return f"watch({name})."
+    raise TypeError(f"not a statement: {statement!r}")
+
+
+def format_program(program: s.Program) -> str:
+    return "".join(format_statement(st) + "\n" for st in program.statements)

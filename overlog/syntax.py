@@ -1,0 +1,229 @@
+"""The Overlog AST: frozen, slotted dataclasses; children are tuples.
+
+Every node has a ``span`` that is excluded from equality, so that ``parse(print(p)) == p``.
+Derived facts (arities, strata) live in analyses, never in nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Union
+
+from overlog.source import Span
+
+INFINITY = math.inf
+
+_span = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Var:
+    name: str
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wildcard:
+    """``_``: matches anything, binds nothing; each occurrence is distinct."""
+
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Const:
+    """A literal: int, float (``infinity`` is math.inf), str, bool or None (``null``).
+
+    Equality also compares the Python type, so ``true`` != ``1`` and ``1`` != ``1.0``.
+    """
+
+    value: int | float | str | bool | None
+    span: Span | None = _span
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Const)
+            and type(self.value) is type(other.value)
+            and self.value == other.value
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self.value), self.value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """A function call ``f_name(args)``."""
+
+    name: str
+    args: tuple[Term, ...]
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BinOp:
+    op: str  # + - * / %
+    left: Term
+    right: Term
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Neg:
+    """Unary minus of a non-literal (``-3`` parses as the constant -3)."""
+
+    operand: Term
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListExpr:
+    items: tuple[Term, ...]
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Agg:
+    """A head aggregate ``func<Var>`` or ``count<*>`` (``arg`` is None for ``*``).
+
+    ``func`` is the canonical lower-case name; ``spelling`` keeps what the user wrote
+    (``a_MIN``) for messages and is not part of equality.
+    """
+
+    func: str
+    arg: Var | None
+    spelling: str = field(default="", compare=False)
+    span: Span | None = _span
+
+
+Term = Union[Var, Wildcard, Const, Call, BinOp, Neg, ListExpr, Agg]  # noqa: UP007
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Atom:
+    """``name(args)`` (persistent) or ``name[args]`` (event).
+
+    ``locs`` holds the positions of arguments marked ``@``; a well-formed atom has at most one.
+    """
+
+    name: str
+    args: tuple[Term, ...]
+    event: bool = False
+    locs: tuple[int, ...] = ()
+    span: Span | None = _span
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    @property
+    def loc(self) -> Term | None:
+        """The location-specified argument, if any."""
+        return self.args[self.locs[0]] if self.locs else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Negation:
+    """``notin atom``."""
+
+    atom: Atom
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    op: str  # == != < <= > >=
+    left: Term
+    right: Term
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assign:
+    """``Var := expr``."""
+
+    var: Var
+    expr: Term
+    span: Span | None = _span
+
+
+Literal = Union[Atom, Negation, Comparison, Assign]  # noqa: UP007
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    head: Atom
+    body: tuple[Literal, ...]
+    name: str | None = None
+    delete: bool = False
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fact:
+    atom: Atom
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Materialize:
+    """``materialize(name, lifetime, size, keys(k1, ...)).`` Keys are 1-based positions."""
+
+    name: str
+    lifetime: int | float  # seconds, or math.inf
+    size: int | float  # rows, or math.inf
+    keys: tuple[int, ...]
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watch:
+    name: str
+    span: Span | None = _span
+
+
+Statement = Union[Rule, Fact, Materialize, Watch]  # noqa: UP007
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Program:
+    statements: tuple[Statement, ...]
+    path: str = field(default="<input>", compare=False)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return tuple(s for s in self.statements if isinstance(s, Rule))
+
+    @property
+    def facts(self) -> tuple[Fact, ...]:
+        return tuple(s for s in self.statements if isinstance(s, Fact))
+
+
+Node = Union[Term, Literal, Statement, Program]  # noqa: UP007
+
+
+def children(node: object) -> Iterator[object]:
+    """The direct child nodes of an AST node, in source order."""
+    for f in fields(node):  # type: ignore[arg-type]
+        if f.name == "span":
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, tuple):
+            yield from (v for v in value if hasattr(v, "__dataclass_fields__"))
+        elif hasattr(value, "__dataclass_fields__"):
+            yield value
+
+
+def walk(node: object) -> Iterator[object]:
+    """Every node below ``node`` (included), depth first, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+def variables(node: object) -> Iterator[Var]:
+    """Every variable occurrence below ``node``, in source order."""
+    return (n for n in walk(node) if isinstance(n, Var))

@@ -1,0 +1,1 @@
+"""The engine: catalog, table store, semi-naive fixpoint, timestep loop, backends."""
