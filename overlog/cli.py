@@ -6,6 +6,7 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TextIO
 
 from overlog.analysis import CheckedProgram
@@ -97,7 +98,7 @@ def explain(checked: CheckedProgram) -> str:
     def rule_line(index: int) -> str:
         info = checked.rules[index]
         kind = info.kind + (", remote" if info.remote else "")
-        return f"  {info.label} [{kind}]  {format_statement(info.rule)}"
+        return f"  {info.label} [{kind}]  {format_statement(replace(info.rule, name=None))}"
 
     for stratum in checked.strata:
         lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from overlog.diagnostics import Diagnostic, render_all
+from overlog.diagnostics import Diagnostic, render_all, sort_diagnostics
 from overlog.source import Source
 
 
@@ -21,7 +21,7 @@ class CompileError(OverlogError):
     """A program was rejected. ``diagnostics`` holds every error found (and any warnings)."""
 
     def __init__(self, diagnostics: list[Diagnostic], source: Source) -> None:
-        self.diagnostics = list(diagnostics)
+        self.diagnostics = sort_diagnostics(diagnostics)
         self.source = source
         super().__init__(self.render())
 

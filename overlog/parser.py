@@ -148,9 +148,11 @@ def _token_words(token: Token) -> str:
 
 def _syntax_diagnostic(error: UnexpectedInput, text: str) -> Diagnostic:
     line, column = error.line, error.column
-    if line < 1:  # end of input: point just past the last character
-        line = text.count("\n") + 1
-        column = len(text) - (text.rfind("\n") + 1) + 1
+    if isinstance(error, UnexpectedToken) and error.token.type == "$END" and line >= 1:
+        # lark places the end of input on the last token: point just past it
+        line, column = error.token.end_line, error.token.end_column
+    elif line < 1:
+        line, column = text.count("\n") + 1, 1
     if isinstance(error, UnexpectedCharacters):
         char = text[error.pos_in_stream]
         span = Span(line, column, line, column)

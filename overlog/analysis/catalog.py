@@ -87,11 +87,16 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
                 "are functions", use.span))
             continue
         if use.name == PERIODIC:
-            diagnostics += _check_periodic_use(use)
-        elif use.name == NATIVE_HANDLER and use.role != "fact":
-            diagnostics.append(Diagnostic(
-                "E218", f"`{NATIVE_HANDLER}` is a declaration: write it as a fact "
-                f"`{NATIVE_HANDLER}[\"relation\", \"module:function\"].`", use.span))
+            problems = _check_periodic_use(use)
+            diagnostics += problems
+            if not problems:
+                first.setdefault(PERIODIC, _Use(PERIODIC, 4, True, use.span, use.role))
+            continue
+        if use.name == NATIVE_HANDLER:
+            if use.role != "fact":
+                diagnostics.append(Diagnostic(
+                    "E218", f"`{NATIVE_HANDLER}` is a declaration: write it as a fact "
+                    f"`{NATIVE_HANDLER}[\"relation\", \"module:function\"].`", use.span))
             continue
         seen = first.get(use.name)
         if seen is None:
@@ -127,8 +132,6 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
 
     relations: dict[str, Relation] = {}
     for name, use in first.items():
-        if name == NATIVE_HANDLER:
-            continue
         declaration = declarations.get(name)
         keys = tuple(range(use.arity))
         lifetime = size = math.inf

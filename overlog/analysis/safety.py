@@ -61,9 +61,10 @@ def check_rule(rule: s.Rule, functions: Mapping[str, tuple[int, float]]) -> list
                 problems.append(Diagnostic(
                     "E210", "aggregates belong in rule heads, not in rule bodies", node.span))
     problems += _check_wildcards(rule)
-    problems += _check_safety(rule)
+    unsafe, bound = _check_safety(rule)
+    problems += unsafe
     problems += _check_body_locations(rule)
-    problems += _warn_single_use(rule)
+    problems += _warn_single_use(rule, bound)
     return problems
 
 
@@ -136,9 +137,9 @@ def _unbound(node: object, bound: set[str]) -> list[s.Var]:
     return [v for v in s.variables(node) if v.name not in bound]
 
 
-def _check_safety(rule: s.Rule) -> list[Diagnostic]:
+def _check_safety(rule: s.Rule) -> tuple[list[Diagnostic], set[str]]:
     """Every variable must be bound by a positive body atom (as a whole argument) or an
-    assignment whose right side is bound."""
+    assignment whose right side is bound. Returns the errors and the bound variables."""
     bound: set[str] = set()
     binder: dict[str, object] = {}
     for literal in rule.body:
@@ -172,7 +173,9 @@ def _check_safety(rule: s.Rule) -> list[Diagnostic]:
                 progress = True
 
     hint = Note("bind it in a positive body atom or with `Var := expression`")
-    reported: set[tuple[str, str]] = set()
+    # A variable left unbound by an unsafe assignment is reported at that assignment only.
+    reported: set[tuple[str, str]] = {(code, a.var.name) for a in pending
+                                      for code in ("E205", "E206", "E207")}
 
     def report(code: str, var: s.Var, where: str) -> None:
         if (code, var.name) in reported:
@@ -198,7 +201,7 @@ def _check_safety(rule: s.Rule) -> list[Diagnostic]:
                 if not isinstance(arg, (s.Var, s.Wildcard)):
                     for var in _unbound(arg, bound):
                         report("E207", var, "in an expression argument")
-    return problems
+    return problems, bound
 
 
 def _span_of(node: object):
@@ -252,8 +255,8 @@ def _check_body_locations(rule: s.Rule) -> list[Diagnostic]:
         "must share one location variable", rule.span, notes=tuple(notes))]
 
 
-def _warn_single_use(rule: s.Rule) -> list[Diagnostic]:
-    """A variable used once in the body is a likely typo (once in the head is unsafe)."""
+def _warn_single_use(rule: s.Rule, bound: set[str]) -> list[Diagnostic]:
+    """A bound variable used once in the body is a likely typo (unbound ones are errors)."""
     in_head = {id(v) for v in s.variables(rule.head)}
     occurrences: dict[str, list[s.Var]] = {}
     for var in s.variables(rule):
@@ -262,5 +265,6 @@ def _warn_single_use(rule: s.Rule) -> list[Diagnostic]:
         Diagnostic("W202", f"variable `{name}` is used only once; write `_` if that is "
                    "intended", uses[0].span, severity="warning")
         for name, uses in occurrences.items()
-        if len(uses) == 1 and not name.startswith("_") and id(uses[0]) not in in_head
+        if len(uses) == 1 and name in bound and not name.startswith("_")
+        and id(uses[0]) not in in_head
     ]

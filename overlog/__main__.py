@@ -1,0 +1,3 @@
+from overlog.cli import entry
+
+entry()

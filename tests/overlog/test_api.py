@@ -1,0 +1,72 @@
+"""The public API of `import overlog` and the exception tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import overlog
+from overlog.diagnostics import Diagnostic
+from overlog.source import Span
+
+
+def test_public_names() -> None:
+    assert set(overlog.__all__) == {
+        "CheckedProgram", "CompileError", "Diagnostic", "OverlogError", "OverlogRuntimeError",
+        "ParseError", "SemanticError", "compile_program", "format_program", "parse"}
+    for name in overlog.__all__:
+        assert getattr(overlog, name) is not None
+
+
+def test_unknown_attribute() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        overlog.Nope  # noqa: B018
+
+
+def test_exception_tree() -> None:
+    assert issubclass(overlog.CompileError, overlog.OverlogError)
+    assert issubclass(overlog.ParseError, overlog.CompileError)
+    assert issubclass(overlog.SemanticError, overlog.CompileError)
+    assert issubclass(overlog.OverlogRuntimeError, overlog.OverlogError)
+
+
+def test_compile_program_returns_checked_program() -> None:
+    checked = overlog.compile_program('link("a", "b").\nreach(X, Y) :- link(X, Y).\n')
+    assert isinstance(checked, overlog.CheckedProgram)
+    assert list(checked.relations) == ["link", "reach"]
+    assert [(r.kind, r.stratum) for r in checked.rules] == [("view", 0)]
+    assert checked.warnings == ()
+
+
+def test_compile_error_carries_every_diagnostic() -> None:
+    with pytest.raises(overlog.SemanticError) as caught:
+        overlog.compile_program("p(X) :- q(Y).\nr(1).\nr(1, 2).\n", path="m.olg")
+    codes = [(d.code, d.span.line, d.span.column) for d in caught.value.diagnostics]
+    assert codes == [("E205", 1, 3), ("W202", 1, 11), ("E201", 3, 1)]
+    assert str(caught.value).startswith("m.olg:1:3: error[E205]: unsafe rule: variable `X`")
+
+
+def test_parse_error_is_located() -> None:
+    with pytest.raises(overlog.ParseError) as caught:
+        overlog.compile_program("p(1)\n")
+    assert caught.value.diagnostics == [Diagnostic(
+        "E101", "unexpected end of file; expected `.` or `:-`", Span(1, 5, 1, 5),
+        notes=caught.value.diagnostics[0].notes)]
+
+
+def test_user_functions_are_known_when_declared() -> None:
+    source = "item(1).\nh(X, H) :- item(X), H := f_hash(X).\n"
+    with pytest.raises(overlog.SemanticError, match="unknown function `f_hash`"):
+        overlog.compile_program(source)
+    checked = overlog.compile_program(source, functions={"f_hash": (1, 1)})
+    assert len(checked.rules) == 1
+
+
+def test_import_overlog_does_not_import_runtime() -> None:
+    code = ("import sys, overlog; overlog.compile_program('p(1).'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('runtime', 'stdlib')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout == "[]\n"

@@ -1,0 +1,34 @@
+"""Every example in programs/ runs as its header comment says, cleanly."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.goldens import run_cli
+
+ROOT = Path(__file__).parents[1]
+PROGRAMS = sorted((ROOT / "programs").glob("*.olg"))
+
+
+def _run_line(path: Path) -> list[str]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("// Run: "):
+            return shlex.split(line.removeprefix("// Run: "))
+    raise AssertionError(f"{path.name} has no `// Run: overlog ...` header line")
+
+
+def test_there_are_examples() -> None:
+    assert {p.name for p in PROGRAMS} >= {"tc.olg", "shortest_paths.olg", "pingpong.olg"}
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_example_runs_as_its_header_says(path: Path) -> None:
+    command = _run_line(path)
+    assert command[0] == "overlog"
+    assert f"programs/{path.name}" in command
+    code, out, err = run_cli(command[1:], cwd=ROOT)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"programs/{path.name}: ok (")
