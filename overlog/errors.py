@@ -43,3 +43,38 @@ class SemanticError(CompileError):
 
 class OverlogRuntimeError(OverlogError):
     """A failure while running a program."""
+
+
+class StepError(OverlogRuntimeError):
+    """A timestep failed and was rolled back; ``quarantined`` lists the inputs removed from it
+    (``(relation, row)``), which the next step receives as ``error[...]`` events."""
+
+    def __init__(self, code: str, message: str, *, step: int, time: float,
+                 path: str = "<input>", rule: str | None = None, span: object = None,
+                 binding: dict | None = None,
+                 quarantined: tuple[tuple[str, tuple], ...] = ()) -> None:
+        self.code = code
+        self.message = message
+        self.step = step
+        self.time = time
+        self.path = path
+        self.rule = rule
+        self.span = span
+        self.binding = dict(binding or {})
+        self.quarantined = quarantined
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = self.path
+        if self.span is not None:
+            where += f":{self.span.line}:{self.span.column}"  # type: ignore[attr-defined]
+        text = f"{where}: error[{self.code}]: step {self.step} (time {self.time:g}): {self.message}"
+        if self.rule:
+            text += f"\n  in rule {self.rule}"
+        if self.binding:
+            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(self.binding.items())
+                              if not k.startswith("_"))
+            text += f"\n  binding: {shown}"
+        for relation, row in self.quarantined:
+            text += f"\n  quarantined input: {relation}{list(row)!r}"
+        return text

@@ -1,0 +1,513 @@
+"""The Engine facade: timesteps of inputs -> fixpoint -> commit -> callbacks (design.md 3.1).
+
+A step is atomic: a failure rolls back every table change of the step (the journal), the
+inputs the failing binding was triggered by are quarantined (reported, then delivered as
+``error[Step, Relation, Row, Message]`` events), and the step runs again without them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time as wallclock
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from overlog import syntax as s
+from overlog.analysis import CheckedProgram
+from overlog.compile import compile_program
+from overlog.diagnostics import Diagnostic
+from overlog.errors import OverlogError, SemanticError, StepError
+from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.plan import Plan, Scan
+from runtime.builtins import make_functions
+from runtime.events import ANY, EventQueue, Listener, matches
+from runtime.local import PlanFailure, compile_plan
+from runtime.seminaive import EvaluationError, Fixpoint
+from runtime.store import Journal, Row, Table
+
+ERROR_RELATION = "error"
+
+
+@dataclass
+class StepReport:
+    step: int
+    time: float
+    events: dict[str, list[Row]] = field(default_factory=dict)
+    inserted: dict[str, list[Row]] = field(default_factory=dict)
+    deleted: dict[str, list[Row]] = field(default_factory=dict)
+    errors: list[OverlogError] = field(default_factory=list)
+
+
+class _LenientFunctions(Mapping):
+    """Function arities for analysis: built-ins, registered ones, and any other `f_` name
+    (checked when the engine first runs, once registration had its chance)."""
+
+    def __init__(self, known: Mapping[str, tuple[int, float]]) -> None:
+        self.known = known
+
+    def __getitem__(self, name: str) -> tuple[int, float]:
+        return self.known.get(name, (0, math.inf))
+
+    def get(self, name: str, default: Any = None) -> tuple[int, float]:
+        return self[name]
+
+    def __iter__(self):
+        return iter(self.known)
+
+    def __len__(self) -> int:
+        return len(self.known)
+
+
+class _Failure(Exception):
+    def __init__(self, error: StepError, trigger: tuple[str, Row] | None) -> None:
+        self.error = error
+        self.trigger = trigger
+
+
+def sort_key(value: Any) -> tuple:
+    """A total order over Overlog values (for deterministic output)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, bool):
+        return (1, value)
+    if isinstance(value, (int, float)):
+        return (2, value)
+    if isinstance(value, str):
+        return (3, value)
+    if isinstance(value, tuple):
+        return (4, tuple(sort_key(v) for v in value))
+    return (5, repr(value))
+
+
+def sorted_rows(rows) -> list[Row]:
+    return sorted(rows, key=lambda row: tuple(sort_key(v) for v in row))
+
+
+class Engine:
+    """One Overlog node. See design.md section 5 for the contract."""
+
+    def __init__(self, source: str, path: str | None = None, *, address: str = "localhost",
+                 clock: str = "sim", seed: int = 0,
+                 functions: Mapping[str, Callable] | None = None,
+                 defines: Mapping[str, Any] | None = None) -> None:
+        if clock not in ("sim", "real"):
+            raise ValueError(f"clock must be 'sim' or 'real', not {clock!r}")
+        self.path = path or "<input>"
+        self.address = address
+        self.clock = clock
+        self.user_functions: dict[str, Callable] = dict(functions or {})
+        known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
+        checked = compile_program(source, self.path, functions=_LenientFunctions(known))
+        if defines:
+            checked = compile_program(_apply_defines(checked, defines), self.path,
+                                      functions=_LenientFunctions(known))
+        self.checked: CheckedProgram = checked
+        self.rng = random.Random(seed)
+        self.now = 0.0
+        self._start = wallclock.monotonic()
+        self.step_count = 0
+        self.journal = Journal()
+        self.tables: dict[str, Table] = {
+            name: Table(name, rel.arity, rel.event, rel.keys, self.journal)
+            for name, rel in checked.relations.items()}
+        if ERROR_RELATION not in self.tables:
+            self.tables[ERROR_RELATION] = Table(ERROR_RELATION, 4, True, (), self.journal)
+        self.queue = EventQueue()
+        self.pending: list[tuple[str, str, Row]] = []
+        self.listeners: list[Listener] = []
+        self.undeliverable = 0
+        self.outbound: Callable[[str, str, Row], None] | None = None
+        self._fixpoint: Fixpoint | None = None
+        self._load_facts()
+        self._install_handlers()
+
+    @classmethod
+    def from_file(cls, path: str, **options: Any) -> Engine:
+        with open(path, encoding="utf-8") as f:
+            return cls(f.read(), path, **options)
+
+    # -- the event API ------------------------------------------------------------------
+
+    def register_listener(self, relation: str, pattern: tuple | None = None,
+                          callback: Callable[[tuple], Any] | None = None, *,
+                          phase: str = "post", op: str | None = None) -> None:
+        table = self._table(relation)
+        if callback is None:
+            raise TypeError("register_listener needs a callback")
+        if phase not in ("pre", "post"):
+            raise ValueError(f"phase must be 'pre' or 'post', not {phase!r}")
+        if op not in (None, "insert", "delete"):
+            raise ValueError(f"op must be 'insert' or 'delete', not {op!r}")
+        if op is not None and table.event:
+            raise ValueError(f"`{relation}` is an event relation: listeners on it take no op")
+        if phase == "pre" and not table.event:
+            raise ValueError("phase='pre' listeners see input events; "
+                             f"`{relation}` is persistent")
+        if pattern is not None and len(pattern) != table.arity:
+            raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
+                             f"{table.arity}")
+        self.listeners.append(Listener(relation, pattern, callback, phase, op))
+
+    registerListener = register_listener
+
+    def generate_event(self, relation: str, row: tuple, when: float | None = None) -> None:
+        table = self._table(relation)
+        if not table.event:
+            raise ValueError(f"`{relation}` is persistent: use insert()")
+        self.queue.push(self.now if when is None else when, relation,
+                        self._row(table, row))
+
+    generateEvent = generate_event
+
+    def insert(self, relation: str, row: tuple) -> None:
+        self.pending.append(("insert", relation, self._row(self._persistent(relation), row)))
+
+    def delete(self, relation: str, row: tuple) -> None:
+        self.pending.append(("delete", relation, self._row(self._persistent(relation), row)))
+
+    def register_function(self, name: str, fn: Callable) -> None:
+        if not name.startswith("f_"):
+            raise ValueError(f"function names start with `f_`: {name!r}")
+        if self._fixpoint is not None:
+            raise RuntimeError("register functions before the first step")
+        self.user_functions[name] = fn
+
+    def rows(self, relation: str) -> list[Row]:
+        return sorted_rows(self._table(relation).rows)
+
+    @property
+    def idle(self) -> bool:
+        return not self.pending and (self.queue.next_time() is None
+                                     or self.queue.next_time() > self.now)
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(self, steps: int | None = None, until: float | None = None) -> list[StepReport]:
+        """Run steps until idle (no due inputs, and in `sim` no future ones), ``steps``
+        steps, or clock time ``until``."""
+        reports = []
+        while steps is None or len(reports) < steps:
+            if self.idle:
+                upcoming = self.queue.next_time()
+                if upcoming is None or (until is not None and upcoming > until):
+                    break
+                if self.clock == "sim":
+                    self.now = upcoming
+                else:
+                    wallclock.sleep(max(0.0, upcoming - self._wall()))
+                    self.now = max(upcoming, self._wall())
+            reports.append(self.step())
+        return reports
+
+    def _wall(self) -> float:
+        return wallclock.monotonic() - self._start
+
+    def step(self) -> StepReport:
+        """Run one timestep at the current clock time."""
+        if self._fixpoint is None:
+            self._fixpoint = self._compile()
+        if self.clock == "real":
+            self.now = max(self.now, self._wall())
+        self.step_count += 1
+        report = StepReport(self.step_count, self.now)
+        inputs: list[tuple[str, str, Row]] = [("event", r, row)
+                                              for r, row in self.queue.pop_due(self.now)]
+        inputs += self.pending
+        self.pending = []
+        for table in self.tables.values():
+            if table.event:
+                table.end_events()
+            else:
+                table.clear_step()
+        quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
+        while True:
+            try:
+                deferred = self._attempt(inputs)
+                break
+            except _Failure as failure:
+                self.journal.rollback()
+                culprit = self._culprit(failure, inputs)
+                if culprit is None:  # fails whatever its inputs: drop them all
+                    quarantined += [(i, failure.error) for i in inputs]
+                    inputs = []
+                else:
+                    quarantined.append((culprit, failure.error))
+                    inputs = [i for i in inputs if i is not culprit]
+        self.journal.entries.clear()
+        self._commit(deferred)
+        for (kind, relation, row), error in quarantined:
+            error.quarantined += ((relation, row),)
+            self.queue.push(self.now, ERROR_RELATION,
+                            (error.step, relation, row, error.message))
+        seen = set()
+        for _, error in quarantined:
+            if id(error) not in seen:
+                seen.add(id(error))
+                report.errors.append(error)
+        self._report(report)
+        self._post_listeners(report)
+        return report
+
+    def _attempt(self, inputs: list[tuple[str, str, Row]]):
+        try:
+            self._apply_inputs(inputs)
+            self._pre_listeners(inputs)
+            return self._fixpoint.run()  # type: ignore[union-attr]
+        except EvaluationError as error:
+            rule = error.rule
+            code = "E302" if isinstance(error.cause, ZeroDivisionError) else (
+                "E303" if error.message.startswith("key conflict") else "E301")
+            raise _Failure(StepError(
+                code, error.message, step=self.step_count, time=self.now, path=self.path,
+                rule=rule.label, span=rule.rule.span, binding=error.binding),
+                error.trigger) from error
+        except _Failure:
+            raise
+        except (TypeError, ValueError, ZeroDivisionError) as error:
+            raise _Failure(StepError("E301", f"{type(error).__name__}: {error}",
+                                     step=self.step_count, time=self.now, path=self.path),
+                           None) from error
+
+    def _culprit(self, failure: _Failure, inputs: list) -> tuple | None:
+        if failure.trigger is not None:
+            for item in inputs:
+                if (item[1], item[2]) == failure.trigger:
+                    return item
+        # Not an input itself: find the shortest failing prefix of the inputs.
+        lo, hi = 0, len(inputs)
+        if not self._fails([]):
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self._fails(inputs[:mid]):
+                    hi = mid
+                else:
+                    lo = mid
+            return inputs[hi - 1] if inputs else None
+        return None
+
+    def _fails(self, inputs: list) -> bool:
+        try:
+            self._attempt(inputs)
+            return False
+        except _Failure:
+            return True
+        finally:
+            self.journal.rollback()
+
+    def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
+        for kind, relation, row in inputs:
+            table = self.tables[relation]
+            if kind == "event":
+                if row not in table.rows:
+                    table.add(row)
+            elif kind == "delete":
+                if row in table.asserted:
+                    table.retract_row(row)
+                if row in table.rows:
+                    table.remove(row)
+            else:
+                holder = table.holder(row) if table.keyed else None
+                if holder is not None and holder != row:
+                    if holder in table.asserted:
+                        table.retract_row(holder)
+                    table.remove(holder)
+                if row not in table.asserted:
+                    table.assert_row(row)
+                if row not in table.rows:
+                    table.add(row)
+
+    def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
+        pre = [listener for listener in self.listeners if listener.phase == "pre"]
+        if not pre:
+            return
+        for kind, relation, row in inputs:
+            if kind != "event":
+                continue
+            for listener in pre:
+                if listener.relation == relation and matches(listener.pattern, row):
+                    try:
+                        listener.callback(row)
+                    except Exception as error:
+                        raise _Failure(StepError(
+                            "E304", f"pre listener on `{relation}` raised "
+                            f"{type(error).__name__}: {error}", step=self.step_count,
+                            time=self.now, path=self.path), (relation, row)) from error
+
+    def _commit(self, deferred) -> None:
+        writes: dict[tuple[str, Any], Row] = {}
+        for rule, row in deferred.writes:
+            table = self.tables[rule.head]
+            key = (rule.head, tuple(row[k] for k in table.keys))
+            other = writes.get(key)
+            if other is not None and other != row:
+                raise StepError("E303", f"key conflict in `{rule.head}`: {other!r} and {row!r} "
+                                "written to the same key in one step", step=self.step_count,
+                                time=self.now, path=self.path, rule=rule.info.label,
+                                span=rule.info.rule.span)
+            writes[key] = row
+        for rule, row in deferred.deletes:
+            table = self.tables[rule.head]
+            stored = table.holder(row) if table.keyed else row
+            if stored is not None and stored in table.asserted:
+                self.pending.append(("delete", rule.head, stored))
+        for (relation, _), row in writes.items():
+            table = self.tables[relation]
+            if row not in table.asserted or (table.keyed and table.holder(row) != row):
+                self.pending.append(("insert", relation, row))
+        for rule, row in deferred.sends:
+            self._send(rule.info.rule.head, row)
+
+    def _send(self, head: s.Atom, row: Row) -> None:
+        address = row[head.locs[0]]
+        if address == self.address:
+            if head.event:
+                self.queue.push(self.now, head.name, row)
+            else:
+                self.pending.append(("insert", head.name, row))
+        elif self.outbound is not None:
+            self.outbound(address, head.name, row)
+        else:
+            self.undeliverable += 1
+
+    def _report(self, report: StepReport) -> None:
+        for name, table in self.tables.items():
+            if table.event:
+                if table.rows:
+                    report.events[name] = sorted_rows(table.rows)
+            else:
+                if table.added:
+                    report.inserted[name] = sorted_rows(table.added)
+                if table.removed:
+                    report.deleted[name] = sorted_rows(table.removed)
+
+    def _post_listeners(self, report: StepReport) -> None:
+        for listener in self.listeners:
+            if listener.phase != "post":
+                continue
+            table = self.tables[listener.relation]
+            batches = []
+            if table.event:
+                batches.append(report.events.get(listener.relation, ()))
+            else:
+                if listener.op in (None, "delete"):
+                    batches.append(report.deleted.get(listener.relation, ()))
+                if listener.op in (None, "insert"):
+                    batches.append(report.inserted.get(listener.relation, ()))
+            for rows in batches:
+                for row in rows:
+                    if matches(listener.pattern, row):
+                        try:
+                            listener.callback(row)
+                        except Exception as error:
+                            report.errors.append(StepError(
+                                "E305", f"post listener on `{listener.relation}` raised "
+                                f"{type(error).__name__}: {error}", step=report.step,
+                                time=report.time, path=self.path))
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def _compile(self) -> Fixpoint:
+        functions = make_functions(lambda: self.now, self.rng)
+        functions.update(self.user_functions)
+        missing = [call for call in s.walk(self.checked.program)
+                   if isinstance(call, s.Call) and call.name not in functions]
+        if missing:
+            raise SemanticError([Diagnostic("E208", f"unknown function `{c.name}`", c.span)
+                                 for c in missing], self.checked.source)
+        return Fixpoint(self.checked, self.tables, functions)
+
+    def _load_facts(self) -> None:
+        functions = make_functions(lambda: self.now, self.rng)
+        for fact in self.checked.program.facts:
+            atom = fact.atom
+            if atom.name == "registerNativeEventHandler":
+                continue
+            try:
+                row = tuple(_constant(arg, functions) for arg in atom.args)
+            except PlanFailure as failure:
+                raise SemanticError([Diagnostic(
+                    "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
+                    self.checked.source) from None
+            if atom.locs and row[atom.locs[0]] != self.address:
+                self._send(atom, row)
+            elif atom.event:
+                self.queue.push(0.0, atom.name, row)
+            else:
+                self.pending.append(("insert", atom.name, row))
+
+    def _install_handlers(self) -> None:
+        import importlib
+
+        from stdlib import periodic
+
+        periodic.install(self)
+        for relation, target in self.checked.handlers:
+            module_name, _, function = target.partition(":")
+            handler = getattr(importlib.import_module(module_name), function)
+            self.register_listener(relation, None, handler)
+
+    def _table(self, relation: str) -> Table:
+        table = self.tables.get(relation)
+        if table is None:
+            raise KeyError(f"unknown relation `{relation}`")
+        return table
+
+    def _persistent(self, relation: str) -> Table:
+        table = self._table(relation)
+        if table.event:
+            raise ValueError(f"`{relation}` is an event relation: use generate_event()")
+        return table
+
+    @staticmethod
+    def _row(table: Table, row: tuple) -> Row:
+        row = tuple(_freeze(v) for v in row)
+        if len(row) != table.arity:
+            raise ValueError(f"`{table.name}` has {table.arity} fields, got {len(row)}")
+        return row
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _constant(term: s.Term, functions: dict[str, Callable]) -> Any:
+    """The value of a ground term (a fact's argument)."""
+    if isinstance(term, s.Const):
+        return term.value
+    plan = Plan(rule=-1, driver="bound", operators=(Scan("", "bound", (), ()),), head=(term,))
+    out: list = []
+    compile_plan(plan, {}, functions)([()], out.append)
+    return out[0][0]
+
+
+def _apply_defines(checked: CheckedProgram, defines: Mapping[str, Any]) -> str:
+    """Program text with every variable named in ``defines`` replaced by its value."""
+    from dataclasses import fields, replace
+
+    from overlog.printer import format_program
+
+    def substitute(node):
+        if isinstance(node, (s.Assign, s.Agg)):  # their variables are not values
+            return replace(node, expr=substitute(node.expr)) if isinstance(node, s.Assign) \
+                else node
+        if isinstance(node, s.Var) and node.name in defines:
+            return s.Const(value=defines[node.name], span=node.span)
+        if not hasattr(node, "__dataclass_fields__"):
+            return node
+        changes = {}
+        for f in fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, tuple):
+                changes[f.name] = tuple(substitute(v) for v in value)
+            elif hasattr(value, "__dataclass_fields__") and f.name != "span":
+                changes[f.name] = substitute(value)
+        return replace(node, **changes)
+
+    return format_program(substitute(checked.program))
+
+
+__all__ = ["ANY", "Engine", "StepReport"]

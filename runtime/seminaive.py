@@ -1,0 +1,324 @@
+"""The one fixpoint loop: stratum by stratum, semi-naive, with views maintained under deletion.
+
+Per stratum (its inputs, lower strata and this step's input changes, are complete):
+  A. aggregate rules recompute the groups their inputs touched;
+  B. over-deletion (DRed): everything with a derivation through a removed tuple (or through a
+     `notin` whose tuple appeared) is removed, reading the tables as they were before;
+  C. rederivation: removed tuples that still have a derivation come back;
+  D. insertion: semi-naive from the new tuples (and from tuples that left a negated relation).
+Deferred rules (buffered writes, deletes, remote heads) then run once on what is new in the
+step. Nothing here knows about time, queues or listeners (runtime/timestep.py does).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from overlog import syntax as s
+from overlog.analysis import CheckedProgram, RuleInfo
+from overlog.plan import RulePlans
+from overlog.planner import plan_rule
+from runtime.builtins import aggregate
+from runtime.local import PlanFailure, Runner, compile_plan
+from runtime.store import Row, Table
+
+
+class EvaluationError(Exception):
+    """A rule failed while evaluating: carries the rule, its binding and the driver row."""
+
+    def __init__(self, rule: RuleInfo, message: str, binding: dict[str, Any] | None = None,
+                 trigger: tuple[str, Row] | None = None, cause: BaseException | None = None):
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+        self.binding = binding or {}
+        self.trigger = trigger  # (relation, row) whose arrival fired the rule
+        self.cause = cause
+
+
+@dataclass(slots=True)
+class Trigger:
+    kind: str  # "pos" | "neg"
+    relation: str
+    insert: Runner
+    delete: Runner
+
+
+class CompiledRule:
+    """A rule's plans compiled for the local backend, and what evaluating it needs."""
+
+    def __init__(self, info: RuleInfo, plans: RulePlans, tables: dict[str, Table],
+                 functions: dict[str, Callable]) -> None:
+        self.info = info
+        self.plans = plans
+        rule = info.rule
+        self.head = rule.head.name
+        self.head_event = rule.head.event
+        self.aggregate = plans.aggregate
+        self.group = plans.group
+        self.triggers: list[Trigger] = []
+        for plan in plans.triggers:
+            kind, _, position = plan.driver.partition(":")
+            literal = rule.body[int(position)]
+            atom = literal if isinstance(literal, s.Atom) else literal.atom  # type: ignore
+            self.triggers.append(Trigger(
+                kind, atom.name, compile_plan(plan, tables, functions, "insert"),
+                compile_plan(plan, tables, functions, "delete")))
+        self.full = compile_plan(plans.full, tables, functions, "insert")
+        # How to pre-bind the full plan's variables from a head row (rederivation, groups).
+        prebound: list[str] = []
+        positions: list[int] = []
+        for i, arg in enumerate(rule.head.args):
+            if isinstance(arg, s.Var) and arg.name not in prebound:
+                prebound.append(arg.name)
+                positions.append(i)
+        self.seed_positions = tuple(positions)
+        self.group_is_plain = all(isinstance(rule.head.args[i], s.Var) for i in self.group)
+
+    def run(self, runner: Runner, seed: Iterable[tuple], emit: Callable) -> None:
+        try:
+            runner(seed, emit)
+        except PlanFailure as failure:
+            raise self.failure(failure, None) from failure.cause
+
+    def failure(self, failure: PlanFailure, relation: str | None) -> EvaluationError:
+        cause = failure.cause
+        message = (str(cause) if isinstance(cause, ZeroDivisionError)
+                   else f"{type(cause).__name__}: {cause}")
+        return EvaluationError(self.info, message, failure.binding, None, cause)
+
+    def run_trigger(self, trigger: Trigger, mode: str, seed: Iterable[Row],
+                    emit: Callable) -> None:
+        try:
+            (trigger.insert if mode == "insert" else trigger.delete)(seed, emit)
+        except PlanFailure as failure:
+            error = self.failure(failure, trigger.relation)
+            if failure.seed is not None:
+                error.trigger = (trigger.relation, failure.seed)
+            raise error from failure.cause
+
+    def seed_of(self, row: Row) -> tuple:
+        return tuple(row[i] for i in self.seed_positions)
+
+    def evaluate_groups(self, groups: Iterable[tuple], tables: dict[str, Table]) -> dict:
+        """Group key -> aggregated head row, over all current bindings of those groups."""
+        bags: dict[tuple, list] = defaultdict(list)
+        group, (position, func, _) = self.group, self.aggregate  # type: ignore[misc]
+
+        def collect(row: Row) -> None:
+            bags[tuple(row[i] for i in group)].append(row[position])
+
+        wanted = set(groups)
+        if self.group_is_plain:
+            seeds = [tuple(self._group_seed(g)) for g in wanted]
+            self.run(self.full, seeds, collect)
+        else:  # group columns are expressions: evaluate the whole rule
+            first = self.triggers[0]
+            self.run_trigger(first, "insert", list(tables[first.relation].rows), collect)
+        result = {}
+        for key in wanted:
+            values = bags.get(key)
+            if values:
+                try:
+                    value = aggregate(func, values)
+                except TypeError as error:
+                    raise EvaluationError(self.info, f"TypeError: {error}") from error
+                row = list(key)
+                row.insert(position, value)
+                result[key] = tuple(row)
+        return result
+
+    def _group_seed(self, key: tuple) -> list:
+        by_position = dict(zip(self.group, key, strict=True))
+        return [by_position[i] for i in self.seed_positions]
+
+
+@dataclass(slots=True)
+class DeferredOutput:
+    writes: list[tuple[CompiledRule, Row]]
+    deletes: list[tuple[CompiledRule, Row]]
+    sends: list[tuple[CompiledRule, Row]]
+
+
+class Fixpoint:
+    """Evaluates one checked program over a set of tables, one step at a time."""
+
+    def __init__(self, checked: CheckedProgram, tables: dict[str, Table],
+                 functions: dict[str, Callable]) -> None:
+        self.tables = tables
+        self.rules: list[CompiledRule] = []
+        for info in checked.rules:
+            view = info.kind == "view" and not info.remote
+            plans = plan_rule(info.index, info.rule, with_negation_drivers=view)
+            self.rules.append(CompiledRule(info, plans, tables, functions))
+        self.strata = [[self.rules[i] for i in stratum.rules] for stratum in checked.strata]
+        self.deferred = [r for r in self.rules if r.info.deferred]
+        self.aggregate_state: dict[int, dict[tuple, Row]] = {
+            r.info.index: {} for r in self.rules if r.aggregate and not r.head_event}
+        self.view_heads = {r.head for r in self.rules
+                           if r.info.kind == "view" and not r.info.deferred}
+
+    # -- one step -----------------------------------------------------------------------
+
+    def run(self) -> DeferredOutput:
+        for rules in self.strata:
+            self._stratum(rules)
+        return self._deferred()
+
+    def _snapshot(self, rules: list[CompiledRule]) -> tuple[dict, dict]:
+        reads = {t.relation for r in rules for t in r.triggers}
+        plus = {name: set(self.tables[name].added) for name in reads}
+        minus = {name: set(self.tables[name].removed) for name in reads}
+        return plus, minus
+
+    def _stratum(self, rules: list[CompiledRule]) -> None:
+        views = [r for r in rules if not r.head_event and r.aggregate is None]
+        events = [r for r in rules if r.head_event and r.aggregate is None]
+        aggregates = [r for r in rules if r.aggregate is not None]
+        plus, minus = self._snapshot(rules)
+        for rule in aggregates:
+            self._aggregate(rule, plus, minus)
+        if aggregates:  # aggregate heads changed: they seed this stratum's other rules
+            for name in {r.head for r in aggregates}:
+                plus[name] = set(self.tables[name].added)
+                minus[name] = set(self.tables[name].removed)
+        overdeleted = self._overdelete(views, plus, minus)
+        rederived = self._rederive(views, overdeleted)
+        for name, rows in rederived.items():
+            plus[name] = plus.get(name, set()) | rows
+        self._insert(views + events, plus, minus)
+
+    def _aggregate(self, rule: CompiledRule, plus: dict, minus: dict) -> None:
+        touched: set[tuple] = set()
+        group = rule.group
+
+        def touch(row: Row) -> None:
+            touched.add(tuple(row[i] for i in group))
+
+        for trigger in rule.triggers:
+            grow, shrink = ((plus, minus) if trigger.kind == "pos" else (minus, plus))
+            if grow.get(trigger.relation):
+                rule.run_trigger(trigger, "insert", grow[trigger.relation], touch)
+            if shrink.get(trigger.relation):
+                rule.run_trigger(trigger, "delete", shrink[trigger.relation], touch)
+        if not touched:
+            return
+        fresh = rule.evaluate_groups(touched, self.tables)
+        table = self.tables[rule.head]
+        if rule.head_event:
+            for row in fresh.values():
+                if row not in table.rows:
+                    table.add(row)
+            return
+        state = self.aggregate_state[rule.info.index]
+        for key in touched:
+            old, new = state.get(key), fresh.get(key)
+            if old == new:
+                continue
+            if old is not None:
+                del state[key]
+                if old in table.rows and old not in table.asserted:
+                    table.remove(old)
+            if new is not None:
+                state[key] = new
+                self._add_derived(rule, table, new)
+
+    def _add_derived(self, rule: CompiledRule, table: Table, row: Row) -> bool:
+        if row in table.rows:
+            return False
+        if table.keyed:
+            holder = table.holder(row)
+            if holder is not None:
+                raise EvaluationError(
+                    rule.info, f"key conflict in `{table.name}`: derived {row!r} but "
+                    f"{holder!r} holds the same key")
+        table.add(row)
+        return True
+
+    def _overdelete(self, views: list[CompiledRule], plus: dict, minus: dict,
+                    ) -> dict[str, set[Row]]:
+        heads = {r.head for r in views}
+        overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads
+                                            if h in self.view_heads}
+        delta = minus
+        first = True
+        while True:
+            found: dict[str, list[Row]] = defaultdict(list)
+            for rule in views:
+                for trigger in rule.triggers:
+                    seed = (delta.get(trigger.relation) if trigger.kind == "pos"
+                            else plus.get(trigger.relation) if first else None)
+                    if seed:
+                        rule.run_trigger(trigger, "delete", seed, found[rule.head].append)
+            first = False
+            delta = {}
+            for name, rows in found.items():
+                table = self.tables[name]
+                gone = set()
+                for row in rows:
+                    if row in table.rows and row not in table.asserted:
+                        table.remove(row)
+                        gone.add(row)
+                if gone:
+                    overdeleted[name] |= gone
+                    delta[name] = gone
+            if not delta:
+                return overdeleted
+
+    def _rederive(self, views: list[CompiledRule], overdeleted: dict[str, set[Row]],
+                  ) -> dict[str, set[Row]]:
+        rederived: dict[str, set[Row]] = {}
+        for rule in views:
+            candidates = overdeleted.get(rule.head)
+            if not candidates:
+                continue
+            table = self.tables[rule.head]
+            back: list[Row] = []
+            rule.run(rule.full, {rule.seed_of(row) for row in candidates}, back.append)
+            for row in back:
+                if row in candidates and row not in table.rows:
+                    table.add(row)
+                    rederived.setdefault(rule.head, set()).add(row)
+        return rederived
+
+    def _insert(self, rules: list[CompiledRule], plus: dict, minus: dict) -> None:
+        delta = plus
+        first = True
+        while True:
+            found: dict[CompiledRule, list[Row]] = defaultdict(list)
+            for rule in rules:
+                for trigger in rule.triggers:
+                    seed = (delta.get(trigger.relation) if trigger.kind == "pos"
+                            else minus.get(trigger.relation) if first else None)
+                    if seed:
+                        rule.run_trigger(trigger, "insert", seed, found[rule].append)
+            first = False
+            delta = {}
+            for rule, rows in found.items():
+                table = self.tables[rule.head]
+                for row in rows:
+                    if self._add_derived(rule, table, row):
+                        delta.setdefault(rule.head, set()).add(row)
+            if not delta:
+                return
+
+    def _deferred(self) -> DeferredOutput:
+        out = DeferredOutput([], [], [])
+        for rule in self.deferred:
+            rows: list[Row] = []
+            for trigger in rule.triggers:
+                seed = self.tables[trigger.relation].added
+                if seed:
+                    rule.run_trigger(trigger, "insert", list(seed), rows.append)
+            if not rows:
+                continue
+            if rule.aggregate is not None:
+                rows = list(rule.evaluate_groups(
+                    {tuple(r[i] for i in rule.group) for r in rows}, self.tables).values())
+            target = (out.sends if rule.info.remote else
+                      out.deletes if rule.info.kind == "delete" else out.writes)
+            target.extend((rule, row) for row in dict.fromkeys(rows))
+        return out
