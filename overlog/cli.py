@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TextIO
 
 from overlog.analysis import CheckedProgram
+from overlog.cli_run import UsageError, add_arguments, run_command
 from overlog.compile import compile_program
 from overlog.diagnostics import render_all
 from overlog.errors import CompileError
@@ -30,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("programs", nargs="+", metavar="PROGRAM.olg")
     explain = commands.add_parser("explain", help="print relations, strata and rule kinds")
     explain.add_argument("program", metavar="PROGRAM.olg")
+    run = commands.add_parser("run", help="run a program's timesteps")
+    add_arguments(run)
     return parser
 
 
@@ -118,7 +121,14 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"check": _check, "explain": _explain}
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        return run_command(args, out, err)
+    except UsageError as error:
+        raise _UsageError(str(error)) from None
+
+
+_COMMANDS = {"check": _check, "explain": _explain, "run": _run}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,

@@ -237,7 +237,7 @@ class Engine:
                     inputs = [i for i in inputs if i is not culprit]
         self.journal.entries.clear()
         self._commit(deferred)
-        for (kind, relation, row), error in quarantined:
+        for (_kind, relation, row), error in quarantined:
             error.quarantined += ((relation, row),)
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))

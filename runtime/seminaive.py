@@ -12,7 +12,7 @@ step. Nothing here knows about time, queues or listeners (runtime/timestep.py do
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +160,9 @@ class Fixpoint:
             r.info.index: {} for r in self.rules if r.aggregate and not r.head_event}
         self.view_heads = {r.head for r in self.rules
                            if r.info.kind == "view" and not r.info.deferred}
+        # rows of each relation supported by aggregate groups (an aggregate row is derived,
+        # and may also be derived by another rule)
+        self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
 
     # -- one step -----------------------------------------------------------------------
 
@@ -214,16 +217,21 @@ class Fixpoint:
                     table.add(row)
             return
         state = self.aggregate_state[rule.info.index]
+        support = self.aggregate_support[rule.head]
         for key in touched:
             old, new = state.get(key), fresh.get(key)
             if old == new:
                 continue
             if old is not None:
                 del state[key]
-                if old in table.rows and old not in table.asserted:
-                    table.remove(old)
+                support[old] -= 1
+                if not support[old]:
+                    del support[old]
+                    if old in table.rows and old not in table.asserted:
+                        table.remove(old)  # another rule may rederive it
             if new is not None:
                 state[key] = new
+                support[new] += 1
                 self._add_derived(rule, table, new)
 
     def _add_derived(self, rule: CompiledRule, table: Table, row: Row) -> bool:
@@ -257,9 +265,10 @@ class Fixpoint:
             delta = {}
             for name, rows in found.items():
                 table = self.tables[name]
+                kept = self.aggregate_support.get(name, {})
                 gone = set()
                 for row in rows:
-                    if row in table.rows and row not in table.asserted:
+                    if row in table.rows and row not in table.asserted and row not in kept:
                         table.remove(row)
                         gone.add(row)
                 if gone:

@@ -1,0 +1,245 @@
+"""``overlog run``: run a program's timesteps and print what it watched and its final tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from overlog.csvio import CsvError, format_row, read_rows
+from overlog.errors import CompileError, OverlogError
+from overlog.printer import format_value
+
+
+class UsageError(Exception):
+    """A bad command line: exit 2."""
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument("program", metavar="PROGRAM.olg")
+    run.add_argument("--steps", type=int, metavar="N", help="stop after N steps")
+    run.add_argument("--until", type=float, metavar="SECONDS", help="clock limit")
+    run.add_argument("--clock", choices=["sim", "real"], default="sim")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--address", default="localhost", help="this node's address")
+    run.add_argument("--listen", metavar="HOST:PORT")
+    run.add_argument("--transport", choices=["udp", "tcp"])
+    run.add_argument("-F", "--facts", metavar="DIR", help="load TABLE.csv files")
+    run.add_argument("--header", action="store_true", help="CSV facts have a header line")
+    run.add_argument("-D", "--output", metavar="DIR", help="write final tables as CSV")
+    run.add_argument("--output-format", choices=["csv", "parquet"], default="csv")
+    run.add_argument("--print", action="append", dest="print_tables", metavar="TABLE",
+                     default=[])
+    run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
+    run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto")
+    run.add_argument("--spark-master", metavar="URL")
+    run.add_argument("--trace", action="store_true", help="rule firings to stderr")
+    run.add_argument("--define", action="append", default=[], metavar="NAME=VALUE")
+
+
+def parse_define(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise UsageError(f"--define takes NAME=VALUE, not {text!r}")
+    from overlog.errors import ParseError
+    from overlog.parser import parse
+
+    try:
+        fact = parse(f"d({raw}).").facts[0]
+        term = fact.atom.args[0]
+        from overlog import syntax as s
+
+        if isinstance(term, s.Const):
+            return name, term.value
+    except (ParseError, IndexError):
+        pass
+    return name, raw
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return "infinity" if value > 0 else "-infinity"
+    return value
+
+
+def _atom_text(name: str, row: tuple, event: bool) -> str:
+    args = ", ".join(format_value(v) for v in row)
+    return f"{name}[{args}]" if event else f"{name}({args})"
+
+
+class _Printer:
+    def __init__(self, fmt: str, out: TextIO) -> None:
+        self.fmt = fmt
+        self.out = out
+
+    def change(self, step: int, when: float, table: str, op: str, row: tuple,
+               event: bool) -> None:
+        if self.fmt == "jsonl":
+            record = {"step": step, "time": when, "table": table, "op": op,
+                      "row": _json_value(row)}
+            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        elif self.fmt == "csv":
+            self.out.write(format_row((step, when, table, op, *row)) + "\n")
+        else:
+            sign = {"event": " ", "insert": "+", "delete": "-"}[op]
+            self.out.write(f"[step {step} @{when:g}] {sign}{_atom_text(table, row, event)}\n")
+
+    def final(self, table: str, rows: list[tuple]) -> None:
+        if self.fmt == "jsonl":
+            for row in rows:
+                self.out.write(json.dumps({"table": table, "row": _json_value(row)},
+                                          ensure_ascii=False) + "\n")
+        elif self.fmt == "csv":
+            for row in rows:
+                self.out.write(format_row((table, *row)) + "\n")
+        else:
+            self.out.write(f"{table} ({len(rows)} row{'' if len(rows) == 1 else 's'})\n")
+            cells = [[format_value(v) for v in row] for row in rows]
+            widths = [max((len(c[i]) for c in cells), default=0) for i in
+                      range(len(cells[0]) if cells else 0)]
+            for row in cells:
+                self.out.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths,
+                                                                          strict=True)).rstrip()
+                               + "\n")
+
+
+def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.backend == "spark" or args.spark_master:
+        raise UsageError("the Spark backend is not available yet; use --backend local")
+    if args.listen or args.transport:
+        raise UsageError("real network transports are not available yet")
+    if args.output_format == "parquet":
+        raise UsageError("Parquet output needs the Spark backend, not available yet")
+    if args.steps is not None and args.steps < 0:
+        raise UsageError("--steps must be >= 0")
+    defines = dict(parse_define(d) for d in args.define)
+    try:
+        with open(args.program, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as error:
+        raise UsageError(f"cannot read {args.program}: {error.strerror}") from None
+
+    from runtime.engine import Engine
+
+    try:
+        engine = Engine(source, args.program, address=args.address, clock=args.clock,
+                        seed=args.seed, defines=defines)
+    except CompileError as error:
+        print(error.render(), file=err)
+        return 1
+    checked = engine.checked
+    for warning in checked.warnings:
+        from overlog.diagnostics import render
+
+        print(render(warning, checked.source), file=err)
+
+    for name in args.print_tables:
+        if name not in checked.relations:
+            raise UsageError(f"--print names `{name}`, which the program does not have")
+    if args.facts:
+        _load_facts(engine, args.facts, args.header, err)
+
+    printer = _Printer(args.format, out)
+    watched = [name for name in checked.watched]
+    for name in watched:
+        event = checked.relations[name].event
+        if event:
+            engine.register_listener(name, None, _watcher(engine, printer, name, "event", True))
+        else:
+            for op in ("delete", "insert"):
+                engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
+                                         op=op)
+    failed = 0
+    progress = err.isatty() if hasattr(err, "isatty") else False
+    last = time.monotonic()
+    try:
+        while args.steps is None or engine.step_count < args.steps:
+            left = None if args.steps is None else args.steps - engine.step_count
+            reports = engine.run(steps=min(left, 1000) if left is not None else 1000,
+                                 until=args.until)
+            for report in reports:
+                for error in report.errors:
+                    print(str(error), file=err)
+                    failed += 1
+                if args.trace:
+                    _trace(report, err)
+            if progress and time.monotonic() - last > 0.5:
+                last = time.monotonic()
+                err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
+                err.flush()
+            if not reports or (engine.idle and engine.queue.next_time() is None):
+                break
+    except OverlogError as error:
+        print(str(error), file=err)
+        return 1
+    except KeyboardInterrupt:
+        err.write("\ninterrupted\n")
+    if progress:
+        err.write("\r\x1b[K")
+
+    tables = args.print_tables or watched or [
+        name for name, rel in checked.relations.items() if not rel.event]
+    for name in tables:
+        if not checked.relations[name].event:
+            printer.final(name, engine.rows(name))
+    if args.output:
+        _write_output(engine, args.output)
+    return 3 if failed else 0
+
+
+def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
+    def callback(row: tuple) -> None:
+        printer.change(engine.step_count, engine.now, name, op, row, event)
+    return callback
+
+
+def _trace(report, err: TextIO) -> None:
+    parts = [f"{len(rows)} {name} events" for name, rows in report.events.items()]
+    parts += [f"+{len(rows)} {name}" for name, rows in report.inserted.items()]
+    parts += [f"-{len(rows)} {name}" for name, rows in report.deleted.items()]
+    print(f"trace: step {report.step} @{report.time:g}: {', '.join(parts) or 'no changes'}",
+          file=err)
+
+
+def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
+    if not os.path.isdir(directory):
+        raise UsageError(f"--facts: {directory} is not a directory")
+    for entry in sorted(os.listdir(directory)):
+        base, ext = os.path.splitext(entry)
+        if ext == ".parquet":
+            raise UsageError("Parquet facts need the Spark backend, not available yet")
+        if ext != ".csv":
+            continue
+        relation = engine.checked.relations.get(base)
+        if relation is None:
+            print(f"overlog: warning: {os.path.join(directory, entry)}: the program has no "
+                  f"relation `{base}`; skipped", file=err)
+            continue
+        try:
+            for row in read_rows(os.path.join(directory, entry), relation.arity, header):
+                if relation.event:
+                    engine.generate_event(base, row, when=0.0)
+                else:
+                    engine.insert(base, row)
+        except CsvError as error:
+            raise UsageError(str(error)) from None
+
+
+def _write_output(engine, directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    for name, relation in engine.checked.relations.items():
+        if relation.event:
+            continue
+        with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8") as f:
+            for row in engine.rows(name):
+                f.write(format_row(row) + "\n")
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
