@@ -261,7 +261,7 @@ class Engine:
                 "E303" if error.message.startswith("key conflict") else "E301")
             raise _Failure(StepError(
                 code, error.message, step=self.step_count, time=self.now, path=self.path,
-                rule=rule.label, span=rule.rule.span, binding=error.binding),
+                rule=_rule_name(rule), span=rule.rule.span, binding=error.binding),
                 error.trigger) from error
         except _Failure:
             raise
@@ -344,7 +344,7 @@ class Engine:
             if other is not None and other != row:
                 raise StepError("E303", f"key conflict in `{rule.head}`: {other!r} and {row!r} "
                                 "written to the same key in one step", step=self.step_count,
-                                time=self.now, path=self.path, rule=rule.info.label,
+                                time=self.now, path=self.path, rule=_rule_name(rule.info),
                                 span=rule.info.rule.span)
             writes[key] = row
         for rule, row in deferred.deletes:
@@ -466,6 +466,10 @@ class Engine:
         if len(row) != table.arity:
             raise ValueError(f"`{table.name}` has {table.arity} fields, got {len(row)}")
         return row
+
+
+def _rule_name(info) -> str:
+    return f"`{info.rule.name}`" if info.rule.name else f"{info.index + 1}"
 
 
 def _freeze(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 from overlog import syntax as s
 from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.plan import RulePlans
-from overlog.planner import plan_rule
+from overlog.planner import plan_rule, plan_variant
 from runtime.builtins import aggregate
 from runtime.local import PlanFailure, Runner, compile_plan
 from runtime.store import Row, Table
@@ -77,6 +77,62 @@ class CompiledRule:
                 positions.append(i)
         self.seed_positions = tuple(positions)
         self.group_is_plain = all(isinstance(rule.head.args[i], s.Var) for i in self.group)
+        self.zero_probe = self._zero_probe(tables, functions)
+
+    def _zero_probe(self, tables: dict[str, Table], functions: dict[str, Callable],
+                    ) -> list[tuple[str, Runner]] | None:
+        """For `count` triggered by events (P2): plans yielding each event binding's group,
+        so that a binding with no match still yields a row with count 0."""
+        rule = self.info.rule
+        if self.aggregate is None or self.aggregate[1] != "count":
+            return None
+        events = [lit for lit in rule.body if isinstance(lit, s.Atom) and lit.event]
+        if not events:
+            return None
+        body: list[s.Literal] = list(events)
+        bound = {v.name for a in events for v in s.variables(a)}
+        others = [lit for lit in rule.body if isinstance(lit, (s.Assign, s.Comparison))]
+        changed = True
+        while changed:
+            changed = False
+            for lit in list(others):
+                inputs = lit.expr if isinstance(lit, s.Assign) else lit
+                if {v.name for v in s.variables(inputs)} <= bound:
+                    body.append(lit)
+                    others.remove(lit)
+                    if isinstance(lit, s.Assign):
+                        bound.add(lit.var.name)
+                    changed = True
+        group_terms = tuple(rule.head.args[i] for i in self.group)
+        if not {v.name for t in group_terms for v in s.variables(t)} <= bound:
+            return None
+        probe = s.Rule(head=s.Atom(name=rule.head.name, args=group_terms, event=True),
+                       body=tuple(body))
+        runners = []
+        for i, lit in enumerate(probe.body):
+            if isinstance(lit, s.Atom):
+                plan = plan_variant(self.info.index, probe, f"pos:{i}")
+                runners.append((lit.name, compile_plan(plan, tables, functions, "insert")))
+        return runners
+
+    def zero_rows(self, tables: dict[str, Table], found: dict[tuple, Row]) -> list[Row]:
+        """count-0 rows for this step's event bindings that matched nothing."""
+        keys: list[tuple] = []
+        for relation, runner in self.zero_probe or ():
+            seed = tables[relation].added
+            if seed:
+                try:
+                    runner(list(seed), keys.append)
+                except PlanFailure as failure:
+                    raise self.failure(failure, relation) from failure.cause
+        position = self.aggregate[0]  # type: ignore[index]
+        rows = []
+        for key in dict.fromkeys(keys):
+            if key not in found:
+                row = list(key)
+                row.insert(position, 0)
+                rows.append(tuple(row))
+        return rows
 
     def run(self, runner: Runner, seed: Iterable[tuple], emit: Callable) -> None:
         try:
@@ -207,12 +263,12 @@ class Fixpoint:
                 rule.run_trigger(trigger, "insert", grow[trigger.relation], touch)
             if shrink.get(trigger.relation):
                 rule.run_trigger(trigger, "delete", shrink[trigger.relation], touch)
-        if not touched:
+        if not touched and not rule.zero_probe:
             return
         fresh = rule.evaluate_groups(touched, self.tables)
         table = self.tables[rule.head]
         if rule.head_event:
-            for row in fresh.values():
+            for row in [*fresh.values(), *rule.zero_rows(self.tables, fresh)]:
                 if row not in table.rows:
                     table.add(row)
             return
@@ -322,11 +378,12 @@ class Fixpoint:
                 seed = self.tables[trigger.relation].added
                 if seed:
                     rule.run_trigger(trigger, "insert", list(seed), rows.append)
+            if rule.aggregate is not None:
+                fresh = rule.evaluate_groups({tuple(r[i] for i in rule.group) for r in rows},
+                                             self.tables) if rows else {}
+                rows = [*fresh.values(), *rule.zero_rows(self.tables, fresh)]
             if not rows:
                 continue
-            if rule.aggregate is not None:
-                rows = list(rule.evaluate_groups(
-                    {tuple(r[i] for i in rule.group) for r in rows}, self.tables).values())
             target = (out.sends if rule.info.remote else
                       out.deletes if rule.info.kind == "delete" else out.writes)
             target.extend((rule, row) for row in dict.fromkeys(rows))

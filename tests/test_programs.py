@@ -1,4 +1,5 @@
-"""Every example in programs/ runs as its header comment says, cleanly."""
+"""Every example in programs/ runs as its header comment says, with exactly the output in
+``tests/golden/programs/<name>.expected`` (rewrite with ``pytest --update-goldens``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.goldens import run_cli
+from tests.goldens import GOLDEN, compare, run_cli
 
 ROOT = Path(__file__).parents[1]
 PROGRAMS = sorted((ROOT / "programs").glob("*.olg"))
@@ -25,10 +26,17 @@ def test_there_are_examples() -> None:
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
-def test_example_runs_as_its_header_says(path: Path) -> None:
+def test_example_runs_as_its_header_says(path: Path, update_goldens: bool) -> None:
     command = _run_line(path)
-    assert command[0] == "overlog"
+    assert command[:2] == ["overlog", "run"]
     assert f"programs/{path.name}" in command
     code, out, err = run_cli(command[1:], cwd=ROOT)
+    assert (code, err) == (0, "")
+    compare(GOLDEN / "programs" / path.name, ".expected", out, update_goldens)
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_example_checks_clean(path: Path) -> None:
+    code, out, err = run_cli(["check", f"programs/{path.name}"], cwd=ROOT)
     assert (code, err) == (0, "")
     assert out.startswith(f"programs/{path.name}: ok (")

@@ -15,6 +15,7 @@ from overlog.diagnostics import Diagnostic, Note
 from overlog.source import Span
 
 PERIODIC = "periodic"
+ERROR = "error"  # error[Step, Relation, Row, Message]: inputs quarantined by a failed step
 NATIVE_HANDLER = "registerNativeEventHandler"
 
 
@@ -86,11 +87,11 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
                 "E217", f"relation name `{use.name}` is reserved: names starting with `f_` "
                 "are functions", use.span))
             continue
-        if use.name == PERIODIC:
-            problems = _check_periodic_use(use)
+        if use.name in (PERIODIC, ERROR):
+            problems = _check_builtin_use(use)
             diagnostics += problems
             if not problems:
-                first.setdefault(PERIODIC, _Use(PERIODIC, 4, True, use.span, use.role))
+                first.setdefault(use.name, _Use(use.name, 4, True, use.span, use.role))
             continue
         if use.name == NATIVE_HANDLER:
             if use.role != "fact":
@@ -143,21 +144,23 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
         relations[name] = Relation(name=name, arity=use.arity, event=use.event, keys=keys,
                                    lifetime=lifetime, size=size,
                                    declared=declaration is not None,
-                                   builtin=name == PERIODIC, span=span)
+                                   builtin=name in (PERIODIC, ERROR), span=span)
     return relations, diagnostics
 
 
-def _check_periodic_use(use: _Use) -> list[Diagnostic]:
-    problems = []
+def _check_builtin_use(use: _Use) -> list[Diagnostic]:
     if use.role in ("head", "fact"):
-        problems.append(Diagnostic(
-            "E215", "`periodic` is produced by the runtime: it can only be read in a rule body",
-            use.span))
-    elif not use.event or use.arity not in (3, 4):
-        problems.append(Diagnostic(
+        return [Diagnostic(
+            "E215", f"`{use.name}` is produced by the runtime: it can only be read in a rule "
+            "body", use.span)]
+    if use.name == PERIODIC and (not use.event or use.arity not in (3, 4)):
+        return [Diagnostic(
             "E215", "`periodic` is written `periodic[@Node, Id, Period, Count]` "
-            "(Count may be omitted: for ever)", use.span))
-    return problems
+            "(Count may be omitted: for ever)", use.span)]
+    if use.name == ERROR and (not use.event or use.arity != 4):
+        return [Diagnostic(
+            "E215", "`error` is written `error[Step, Relation, Row, Message]`", use.span)]
+    return []
 
 
 def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],

@@ -60,6 +60,7 @@ def check_rule(rule: s.Rule, functions: Mapping[str, tuple[int, float]]) -> list
             if isinstance(node, s.Agg):
                 problems.append(Diagnostic(
                     "E210", "aggregates belong in rule heads, not in rule bodies", node.span))
+    problems += _check_periodic_constants(rule)
     problems += _check_wildcards(rule)
     unsafe, bound = _check_safety(rule)
     problems += unsafe
@@ -111,6 +112,30 @@ def _check_head(rule: s.Rule) -> list[Diagnostic]:
         if aggregates:
             problems.append(Diagnostic(
                 "E221", "a `delete` rule cannot aggregate", aggregates[0].span))
+    return problems
+
+
+def _check_periodic_constants(rule: s.Rule) -> list[Diagnostic]:
+    """The runtime schedules timers from the rule text: Period and Count must be numbers."""
+    problems = []
+    for literal in rule.body:
+        if not (isinstance(literal, s.Atom) and literal.name == "periodic"
+                and literal.arity in (3, 4)):
+            continue
+        period = literal.args[2]
+        if not (isinstance(period, s.Const) and type(period.value) in (int, float)
+                and 0 < period.value < float("inf")):
+            problems.append(Diagnostic(
+                "E215", "the period of `periodic` must be a positive number of seconds",
+                period.span))
+        if literal.arity == 4:
+            count = literal.args[3]
+            if not (isinstance(count, s.Const) and (
+                    count.value == float("inf")
+                    or (type(count.value) is int and count.value >= 1))):
+                problems.append(Diagnostic(
+                    "E215", "the count of `periodic` must be a positive whole number or "
+                    "`infinity`", count.span))
     return problems
 
 
