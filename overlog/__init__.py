@@ -22,6 +22,10 @@ _EXPORTS = {
     "ParseError": "overlog.errors",
     "SemanticError": "overlog.errors",
     "OverlogRuntimeError": "overlog.errors",
+    "StepError": "overlog.errors",
+    "Engine": "runtime.engine",
+    "StepReport": "runtime.engine",
+    "ANY": "runtime.events",
 }
 
 __all__ = sorted(_EXPORTS)

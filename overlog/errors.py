@@ -62,7 +62,10 @@ class StepError(OverlogRuntimeError):
         self.span = span
         self.binding = dict(binding or {})
         self.quarantined = quarantined
-        super().__init__(self.render())
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.render()
 
     def render(self) -> str:
         where = self.path

@@ -224,7 +224,7 @@ class Engine:
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         while True:
             try:
-                deferred = self._attempt(inputs)
+                changes, sends = self._attempt(inputs)
                 break
             except _Failure as failure:
                 self.journal.rollback()
@@ -236,7 +236,9 @@ class Engine:
                     quarantined.append((culprit, failure.error))
                     inputs = [i for i in inputs if i is not culprit]
         self.journal.entries.clear()
-        self._commit(deferred)
+        self.pending += changes
+        for head, row in sends:
+            self._send(head, row)
         for (_kind, relation, row), error in quarantined:
             error.quarantined += ((relation, row),)
             self.queue.push(self.now, ERROR_RELATION,
@@ -254,7 +256,7 @@ class Engine:
         try:
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
-            return self._fixpoint.run()  # type: ignore[union-attr]
+            return self._commit(self._fixpoint.run())  # type: ignore[union-attr]
         except EvaluationError as error:
             rule = error.rule
             code = "E302" if isinstance(error.cause, ZeroDivisionError) else (
@@ -335,29 +337,33 @@ class Engine:
                             f"{type(error).__name__}: {error}", step=self.step_count,
                             time=self.now, path=self.path), (relation, row)) from error
 
-    def _commit(self, deferred) -> None:
+    def _commit(self, deferred) -> tuple[list, list]:
+        """The step's buffered changes, checked: (pending changes for the next step, sends).
+        Deletions come first, then writes (with key replacement when applied)."""
         writes: dict[tuple[str, Any], Row] = {}
         for rule, row in deferred.writes:
             table = self.tables[rule.head]
             key = (rule.head, tuple(row[k] for k in table.keys))
             other = writes.get(key)
             if other is not None and other != row:
-                raise StepError("E303", f"key conflict in `{rule.head}`: {other!r} and {row!r} "
-                                "written to the same key in one step", step=self.step_count,
-                                time=self.now, path=self.path, rule=_rule_name(rule.info),
-                                span=rule.info.rule.span)
+                raise _Failure(StepError(
+                    "E303", f"key conflict in `{rule.head}`: {other!r} and {row!r} written to "
+                    "the same key in one step", step=self.step_count, time=self.now,
+                    path=self.path, rule=_rule_name(rule.info), span=rule.info.rule.span),
+                    None)
             writes[key] = row
+        changes: list[tuple[str, str, Row]] = []
         for rule, row in deferred.deletes:
             table = self.tables[rule.head]
             stored = table.holder(row) if table.keyed else row
             if stored is not None and stored in table.asserted:
-                self.pending.append(("delete", rule.head, stored))
+                changes.append(("delete", rule.head, stored))
         for (relation, _), row in writes.items():
             table = self.tables[relation]
             if row not in table.asserted or (table.keyed and table.holder(row) != row):
-                self.pending.append(("insert", relation, row))
-        for rule, row in deferred.sends:
-            self._send(rule.info.rule.head, row)
+                changes.append(("insert", relation, row))
+        sends = [(rule.info.rule.head, row) for rule, row in deferred.sends]
+        return changes, sends
 
     def _send(self, head: s.Atom, row: Row) -> None:
         address = row[head.locs[0]]

@@ -228,7 +228,7 @@ class Fixpoint:
         return self._deferred()
 
     def _snapshot(self, rules: list[CompiledRule]) -> tuple[dict, dict]:
-        reads = {t.relation for r in rules for t in r.triggers}
+        reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
         plus = {name: set(self.tables[name].added) for name in reads}
         minus = {name: set(self.tables[name].removed) for name in reads}
         return plus, minus

@@ -1,6 +1,7 @@
 """``periodic[@N, E, Period, Count]``: the built-in timer, as a listener that re-generates its
 own event (the P2 event proposal's sketch). Each distinct (Period, Count) read by the program
-is one timer at the local node; each firing carries a fresh id E (1, 2, 3, ...)."""
+is one timer at the local node; each firing carries a fresh id E (1, 2, 3, ...). Rows always
+have four fields; the three-argument form reads the first three (Count = infinity)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,15 @@ if TYPE_CHECKING:
 RELATION = "periodic"
 
 
-def timers(program: s.Program) -> list[tuple[int, float, float]]:
-    """(arity, period, count) of every periodic atom in the program's rule bodies."""
-    found: dict[tuple[int, float, float], None] = {}
+def timers(program: s.Program) -> list[tuple[float, float]]:
+    """(period, count) of every periodic atom in the program's rule bodies."""
+    found: dict[tuple[float, float], None] = {}
     for rule in program.rules:
         for literal in rule.body:
             if isinstance(literal, s.Atom) and literal.name == RELATION:
                 period = literal.args[2].value  # type: ignore[union-attr]
                 count = literal.args[3].value if literal.arity == 4 else math.inf  # type: ignore
-                found[(literal.arity, period, count)] = None
+                found[(period, count)] = None
     return list(found)
 
 
@@ -34,23 +35,22 @@ def install(engine: Engine) -> None:
     if not schedule:
         return
     ids = itertools.count(1)
-    fired: dict[tuple[int, float, float], int] = {}
+    fired: dict[tuple[float, float], int] = {}
 
-    def row(timer: tuple[int, float, float]) -> tuple:
-        arity, period, count = timer
-        base = (engine.address, next(ids), period)
-        return base if arity == 3 else (*base, count)
+    def fire(timer: tuple[float, float]) -> None:
+        period, count = timer
+        engine.generate_event(RELATION, (engine.address, next(ids), period, count),
+                              when=engine.now + period)
 
     def rearm(event: tuple) -> None:
-        timer = (len(event), event[2], event[3] if len(event) == 4 else math.inf)
+        timer = (event[2], event[3])
         if event[0] != engine.address or timer not in fired:
             return
         fired[timer] += 1
-        if fired[timer] < timer[2]:
-            engine.generate_event(RELATION, row(timer), when=engine.now + timer[1])
+        if fired[timer] < timer[1]:
+            fire(timer)
 
     for timer in schedule:
         fired[timer] = 0
-        if timer[2] >= 1:
-            engine.generate_event(RELATION, row(timer), when=engine.now + timer[1])
+        fire(timer)
     engine.register_listener(RELATION, None, rearm)

@@ -6,6 +6,7 @@ found no errors, since its findings would rest on a broken program.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -47,7 +48,8 @@ class CheckedProgram:
 def analyze(program: s.Program, source: Source,
             functions: Mapping[str, tuple[int, float]] | None = None) -> CheckedProgram:
     """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most))."""
-    known = {**BUILTIN_FUNCTIONS, **(functions or {})}
+    known = ChainMap(dict(functions or {}) if isinstance(functions, dict) else functions or {},
+                     BUILTIN_FUNCTIONS)
     relations, diagnostics = build_catalog(program)
     diagnostics += check_statements(program, known)
     warnings = [d for d in diagnostics if not d.is_error]

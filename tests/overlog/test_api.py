@@ -14,8 +14,9 @@ from overlog.source import Span
 
 def test_public_names() -> None:
     assert set(overlog.__all__) == {
-        "CheckedProgram", "CompileError", "Diagnostic", "OverlogError", "OverlogRuntimeError",
-        "ParseError", "SemanticError", "compile_program", "format_program", "parse"}
+        "ANY", "CheckedProgram", "CompileError", "Diagnostic", "Engine", "OverlogError",
+        "OverlogRuntimeError", "ParseError", "SemanticError", "StepError", "StepReport",
+        "compile_program", "format_program", "parse"}
     for name in overlog.__all__:
         assert getattr(overlog, name) is not None
 

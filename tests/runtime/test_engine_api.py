@@ -1,0 +1,213 @@
+"""The Python API of design.md section 5, and atomic steps."""
+
+from __future__ import annotations
+
+import pytest
+
+import overlog
+from overlog import ANY, Engine
+
+PINGPONG = """
+pong[X, N] :- ping[X, N].
+total(count<*>) :- seen(_).
+seen(N) :- ping[_, N].
+"""
+
+
+def test_listener_patterns_and_phases() -> None:
+    eng = Engine(PINGPONG, address="n1")
+    post, pre = [], []
+    eng.register_listener("pong", ("a", ANY), post.append)
+    eng.registerListener("ping", None, pre.append, phase="pre")
+    eng.generate_event("ping", ("a", 1))
+    eng.generateEvent("ping", ("b", 2))
+    report = eng.step()
+    assert (report.step, report.time) == (1, 0.0)
+    assert report.events == {"ping": [("a", 1), ("b", 2)], "pong": [("a", 1), ("b", 2)]}
+    assert post == [("a", 1)]
+    assert sorted(pre) == [("a", 1), ("b", 2)]
+    report = eng.step()  # the buffered writes of seen apply
+    assert report.inserted == {"seen": [(1,), (2,)], "total": [(2,)]}
+    assert eng.rows("total") == [(2,)]
+
+
+def test_persistent_listeners_take_op() -> None:
+    eng = Engine("p(X) :- q(X).\n")
+    inserted, deleted = [], []
+    eng.register_listener("p", None, inserted.append, op="insert")
+    eng.register_listener("p", (ANY,), deleted.append, op="delete")
+    eng.insert("q", (1,))
+    eng.insert("q", (2,))
+    eng.run()
+    eng.delete("q", (1,))
+    eng.run()
+    assert inserted == [(1,), (2,)]
+    assert deleted == [(1,)]
+    assert eng.rows("p") == [(2,)]
+
+
+def test_generate_event_when_and_sim_clock() -> None:
+    eng = Engine("got(T, X) :- e[X], T := f_now().\n")
+    eng.generate_event("e", (1,), when=5.0)
+    eng.generate_event("e", (2,), when=2.5)
+    reports = eng.run()
+    assert [(r.step, r.time) for r in reports] == [(1, 2.5), (2, 2.5), (3, 5.0), (4, 5.0)]
+    assert eng.rows("got") == [(2.5, 2), (5.0, 1)]
+    assert eng.idle
+
+
+def test_run_stops_at_steps_and_until() -> None:
+    eng = Engine("tick(E) :- periodic[_, E, 1].\n")  # for ever
+    assert len(eng.run(steps=3)) == 3
+    eng.run(until=10.0)
+    assert eng.rows("tick")[-1] == (10,)
+    assert eng.now == 10.0
+
+
+def test_register_function() -> None:
+    eng = Engine("h(X, Y) :- item(X), Y := f_double(X).\nitem(21).\n")
+    eng.register_function("f_double", lambda x: 2 * x)
+    eng.run()
+    assert eng.rows("h") == [(21, 42)]
+
+
+def test_unregistered_function_is_reported_at_first_step() -> None:
+    eng = Engine("h(X, Y) :- item(X), Y := f_nope(X).\nitem(1).\n", path="u.olg")
+    with pytest.raises(overlog.SemanticError, match=r"unknown function `f_nope`"):
+        eng.step()
+
+
+def test_bad_api_use_is_a_clear_error() -> None:
+    eng = Engine(PINGPONG)
+    with pytest.raises(ValueError, match="`ping` is an event relation: use generate_event"):
+        eng.insert("ping", ("a", 1))
+    with pytest.raises(ValueError, match="`seen` is persistent: use insert"):
+        eng.generate_event("seen", (1,))
+    with pytest.raises(ValueError, match="`pong` has 2 fields, got 1"):
+        eng.generate_event("pong", (1,))
+    with pytest.raises(KeyError, match="unknown relation `nope`"):
+        eng.rows("nope")
+    with pytest.raises(ValueError, match="phase='pre' listeners see input events"):
+        eng.register_listener("seen", None, print, phase="pre")
+
+
+def test_failed_step_rolls_back_and_quarantines_only_the_bad_input() -> None:
+    eng = Engine("r(X, Y, Q) :- calc[X, Y], Q := X / Y.\n", path="c.olg")
+    errors = []
+    eng.register_listener("error", None, errors.append)
+    eng.generate_event("calc", (10, 2))
+    eng.generate_event("calc", (1, 0))
+    eng.generate_event("calc", (9, 3))
+    first = eng.step()
+    assert [e.code for e in first.errors] == ["E302"]
+    error = first.errors[0]
+    assert (error.step, error.binding, error.quarantined) == (1, {"X": 1, "Y": 0},
+                                                             (("calc", (1, 0)),))
+    assert str(error) == ("c.olg:1:1: error[E302]: step 1 (time 0): division by zero\n"
+                          "  in rule 1\n  binding: X=1, Y=0\n"
+                          "  quarantined input: calc[1, 0]")
+    eng.run()
+    assert eng.rows("r") == [(9, 3, 3), (10, 2, 5)]
+    assert errors == [(1, "calc", (1, 0), "division by zero")]
+
+
+def test_type_error_names_rule_and_binding() -> None:
+    eng = Engine('r1 r(Z) :- v[X], Z := X + 1.\n', path="t.olg")
+    eng.generate_event("v", ("a",))
+    eng.generate_event("v", (1,))
+    report = eng.step()
+    assert [e.code for e in report.errors] == ["E301"]
+    assert report.errors[0].message == 'TypeError: can only concatenate str (not "int") to str'
+    assert report.errors[0].rule == "`r1`"
+    eng.run()
+    assert eng.rows("r") == [(2,)]
+
+
+def test_key_conflict_between_two_writes_quarantines_the_later_one() -> None:
+    source = ("materialize(owner, infinity, infinity, keys(1)).\n"
+              "owner(T, W) :- sold[T, W].\n")
+    eng = Engine(source)
+    eng.generate_event("sold", ("car", "ann"))
+    eng.generate_event("sold", ("car", "bob"))
+    report = eng.step()
+    assert [e.code for e in report.errors] == ["E303"]
+    assert report.errors[0].quarantined == (("sold", ("car", "bob")),)
+    eng.run()
+    assert eng.rows("owner") == [("car", "ann")]
+
+
+def test_pre_listener_raising_fails_the_step_for_that_event_only() -> None:
+    eng = Engine("seen(X) :- e[X].\n")
+
+    def picky(row: tuple) -> None:
+        if row == (13,):
+            raise RuntimeError("unlucky")
+
+    eng.register_listener("e", None, picky, phase="pre")
+    eng.generate_event("e", (12,))
+    eng.generate_event("e", (13,))
+    report = eng.step()
+    assert [e.code for e in report.errors] == ["E304"]
+    assert "pre listener on `e` raised RuntimeError: unlucky" in str(report.errors[0])
+    eng.run()
+    assert eng.rows("seen") == [(12,)]
+
+
+def test_post_listener_raising_is_reported_and_changes_nothing() -> None:
+    eng = Engine("seen(X) :- e[X].\n")
+    eng.register_listener("e", None, lambda row: 1 / 0)
+    eng.generate_event("e", (1,))
+    report = eng.step()
+    assert [e.code for e in report.errors] == ["E305"]
+    eng.run()
+    assert eng.rows("seen") == [(1,)]
+
+
+def test_cyclic_deletion_where_counting_fails() -> None:
+    # reach(b,b) and reach(c,c) support each other through the cycle b->c->b; deleting the
+    # only way in must retract them all, which derivation counting alone gets wrong.
+    eng = Engine("reach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z).\n")
+    for row in [("a", "b"), ("b", "c"), ("c", "b")]:
+        eng.insert("link", row)
+    eng.run()
+    assert len(eng.rows("reach")) == 6
+    eng.delete("link", ("b", "c"))
+    eng.run()
+    assert eng.rows("reach") == [("a", "b"), ("c", "b")]
+    eng.insert("link", ("b", "c"))
+    eng.delete("link", ("a", "b"))
+    eng.run()
+    assert eng.rows("reach") == [("b", "b"), ("b", "c"), ("c", "b"), ("c", "c")]
+
+
+def test_asserted_and_derived_tuple_stays_while_derivable() -> None:
+    eng = Engine("p(X) :- q(X).\n")
+    eng.insert("q", (1,))
+    eng.insert("p", (1,))
+    eng.run()
+    eng.delete("p", (1,))  # still derived from q(1)
+    eng.run()
+    assert eng.rows("p") == [(1,)]
+    eng.delete("q", (1,))
+    eng.run()
+    assert eng.rows("p") == []
+
+
+def test_native_handler_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    eng = Engine('alarm["fire", 2].\n'
+                 'registerNativeEventHandler["alarm", "stdlib.io:print_row"].\n')
+    eng.run()
+    assert capsys.readouterr().out == '["fire", 2]\n'
+
+
+def test_seeded_rand_is_reproducible() -> None:
+    source = "r(E, X) :- periodic[_, E, 1, 3], X := f_rand().\n"
+    runs = []
+    for _ in range(2):
+        eng = Engine(source, seed=7)
+        eng.run()
+        runs.append(eng.rows("r"))
+    assert runs[0] == runs[1] and len(runs[0]) == 3
+    other = Engine(source, seed=8)
+    other.run()
+    assert other.rows("r") != runs[0]
