@@ -14,6 +14,8 @@ from overlog.cli_run import UsageError, add_arguments, run_command
 from overlog.compile import compile_program
 from overlog.diagnostics import render_all
 from overlog.errors import CompileError
+from overlog.plan import format_plan
+from overlog.planner import plan_rule
 from overlog.printer import format_statement
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
@@ -82,8 +84,8 @@ def _bound(value: float) -> str:
     return "infinity" if value == math.inf else f"{value:g}"
 
 
-def explain(checked: CheckedProgram) -> str:
-    """Relations, strata and rule kinds, deterministically."""
+def explain(checked: CheckedProgram, with_plans: bool = True) -> str:
+    """Relations, strata, rule kinds and each rule's plans, deterministically."""
     lines = [f"program {checked.source.path}: {summary(checked)}", "", "relations:"]
     width = max((len(name) for name in checked.relations), default=0)
     for relation in checked.relations.values():
@@ -101,7 +103,12 @@ def explain(checked: CheckedProgram) -> str:
     def rule_line(index: int) -> str:
         info = checked.rules[index]
         kind = info.kind + (", remote" if info.remote else "")
-        return f"  {info.label} [{kind}]  {format_statement(replace(info.rule, name=None))}"
+        text = f"  {info.label} [{kind}]  {format_statement(replace(info.rule, name=None))}"
+        if with_plans:
+            plans = plan_rule(index, info.rule, info.kind == "view" and not info.deferred)
+            for plan in (*plans.triggers, plans.full):
+                text += "\n" + "\n".join("      " + line for line in format_plan(plan).split("\n"))
+        return text
 
     for stratum in checked.strata:
         lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
