@@ -82,7 +82,10 @@ def sort_key(value: Any) -> tuple:
 
 
 def sorted_rows(rows) -> list[Row]:
-    return sorted(rows, key=lambda row: tuple(sort_key(v) for v in row))
+    try:
+        return sorted(rows)  # same-typed columns: the common, fast case
+    except TypeError:
+        return sorted(rows, key=lambda row: tuple(sort_key(v) for v in row))
 
 
 class Engine:

@@ -364,9 +364,19 @@ class Fixpoint:
             delta = {}
             for rule, rows in found.items():
                 table = self.tables[rule.head]
-                for row in rows:
-                    if self._add_derived(rule, table, row):
-                        delta.setdefault(rule.head, set()).add(row)
+                if table.keyed:
+                    for row in rows:
+                        if self._add_derived(rule, table, row):
+                            delta.setdefault(rule.head, set()).add(row)
+                    continue
+                new = set(rows)
+                new -= table.rows
+                if new:
+                    table.add_new(new)
+                    if rule.head in delta:
+                        delta[rule.head] |= new
+                    else:
+                        delta[rule.head] = new
             if not delta:
                 return
 

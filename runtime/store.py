@@ -111,9 +111,37 @@ class Table:
             self.removed.add(row)
         self.journal.entries.append((self.add, row))
 
-    def add_all(self, rows: Iterable[Row]) -> None:
+    def add_new(self, new: set[Row]) -> None:
+        """Add rows known to be absent, as set operations (the fixpoint's hot path)."""
+        self.rows |= new
+        for cols, idx in self.indexes.items():
+            if len(cols) == 1:
+                c = cols[0]
+                for row in new:
+                    bucket = idx.get(row[c])
+                    if bucket is None:
+                        idx[row[c]] = {row}
+                    else:
+                        bucket.add(row)
+            else:
+                for row in new:
+                    k = tuple(row[i] for i in cols)
+                    bucket = idx.get(k)
+                    if bucket is None:
+                        idx[k] = {row}
+                    else:
+                        bucket.add(row)
+        back = self.removed & new if (self.removed and not self.event) else None
+        if back:
+            self.removed -= back
+            self.added |= new - back
+        else:
+            self.added |= new
+        self.journal.entries.append((self._remove_each, new))
+
+    def _remove_each(self, rows: Iterable[Row]) -> None:
         for row in rows:
-            self.add(row)
+            self.remove(row)
 
     def assert_row(self, row: Row) -> None:
         self.asserted.add(row)

@@ -1,0 +1,202 @@
+"""Run the benchmarks side by side and write docs/benchmarks.md.
+
+    python bench/run.py [--timeout SECONDS] [--quick] [--out docs/benchmarks.md]
+
+Each (workload, system) runs in its own subprocess, so that one slow peer cannot stall the
+run and memory from one case does not affect the next. Needs `pip install -e '.[bench]'`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import peers, workloads  # noqa: E402
+
+
+def _overlog(program: str, relation: str, facts: dict[str, list[tuple]]) -> tuple[float, int]:
+    from runtime.engine import Engine
+
+    engine = Engine(program)
+    for name, rows in facts.items():
+        for row in rows:
+            engine.insert(name, row)
+    start = time.perf_counter()
+    engine.run()
+    return time.perf_counter() - start, len(engine.tables[relation].rows)
+
+
+def _timed(fn, *args) -> tuple[float, int]:
+    start = time.perf_counter()
+    count = fn(*args)
+    return time.perf_counter() - start, count
+
+
+def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, int]:
+    """Seconds for one step that inserts or deletes one edge (after computing the closure)."""
+    from runtime.engine import Engine
+
+    engine = Engine(workloads.TC)
+    for row in edges:
+        engine.insert("link", row)
+    engine.run()
+    getattr(engine, change)("link", edge)
+    start = time.perf_counter()
+    engine.run()
+    return time.perf_counter() - start, len(engine.tables["reach"].rows)
+
+
+def _events(batch: int, steps: int) -> dict:
+    from runtime.engine import Engine
+
+    engine = Engine(workloads.PINGPONG)
+    seen = []
+    engine.register_listener("pong", None, seen.append)
+    value = 0
+    durations = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        for _ in range(batch):
+            value += 1
+            engine.generate_event("ping", (value,))
+        t0 = time.perf_counter()
+        engine.step()
+        durations.append(time.perf_counter() - t0)
+    total = time.perf_counter() - start
+    assert len(seen) == batch * steps
+    return {"seconds": total, "count": len(seen), "events_per_second": len(seen) / total,
+            "median_step_us": statistics.median(durations) * 1e6}
+
+
+def cases(quick: bool) -> dict[str, dict]:
+    n_chain = 300 if quick else 1000
+    rand = (500, 1000) if quick else (2000, 4000)
+    depth_sg = 7 if quick else 9
+    tree_depth = 11 if quick else 15
+    ring_n = 300 if quick else 1000
+    chain_edges = workloads.chain(n_chain)
+    random_edges = workloads.random_graph(*rand)
+    sg_tree = workloads.tree(depth_sg)
+    sssp = workloads.weighted_layers(20 if quick else 50, 20)
+    big_tree = [(p, c) for c, p in workloads.tree(tree_depth)]
+    leaf = big_tree[-1][1]
+    ring = workloads.ring(ring_n)
+    return {
+        f"tc chain {n_chain}": {
+            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": chain_edges}),
+            "python floor": lambda: _timed(peers.floor_tc, chain_edges),
+            "pyDatalog": lambda: _timed(peers.pydatalog_tc, chain_edges),
+            "duckdb": lambda: _timed(peers.duckdb_tc, chain_edges),
+            "networkx": lambda: _timed(peers.networkx_tc, chain_edges)},
+        f"tc random {rand[0]}/{rand[1]}": {
+            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": random_edges}),
+            "python floor": lambda: _timed(peers.floor_tc, random_edges),
+            "pyDatalog": lambda: _timed(peers.pydatalog_tc, random_edges),
+            "duckdb": lambda: _timed(peers.duckdb_tc, random_edges),
+            "networkx": lambda: _timed(peers.networkx_tc, random_edges)},
+        f"same generation, binary tree depth {depth_sg}": {
+            "overlog": lambda: _overlog(workloads.SG, "sg", {"parent": sg_tree}),
+            "python floor": lambda: _timed(peers.floor_sg, sg_tree),
+            "pyDatalog": lambda: _timed(peers.pydatalog_sg, sg_tree),
+            "duckdb": lambda: _timed(peers.duckdb_sg, sg_tree)},
+        "sssp min<>, layered DAG": {
+            "overlog": lambda: _overlog(workloads.SSSP, "best", {"edge": sssp}),
+            "networkx": lambda: _timed(peers.networkx_sssp, sssp)},
+        f"closure of a tree (depth {tree_depth}) from scratch": {
+            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": big_tree})},
+        f"tree (depth {tree_depth}): insert one edge": {
+            "overlog": lambda: _incremental(big_tree, "insert", (leaf, -1))},
+        f"tree (depth {tree_depth}): delete one leaf edge": {
+            "overlog": lambda: _incremental(big_tree, "delete", big_tree[-1])},
+        f"ring {ring_n} (closure {ring_n * ring_n}) from scratch": {
+            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": ring})},
+        f"ring {ring_n}: delete one edge (DRed's worst case)": {
+            "overlog": lambda: _incremental(ring, "delete", ring[0])},
+        "events, 1 per step": {"overlog": lambda: _events(1, 2000 if quick else 20000)},
+        "events, 1000 per step": {"overlog": lambda: _events(1000, 20 if quick else 200)},
+    }
+
+
+def run_one(case: str, system: str, quick: bool) -> None:
+    result = cases(quick)[case][system]()
+    if isinstance(result, tuple):
+        result = {"seconds": result[0], "count": result[1]}
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    parser.add_argument("--one", nargs=2, metavar=("CASE", "SYSTEM"))
+    args = parser.parse_args()
+    if args.one:
+        run_one(*args.one, args.quick)
+        return
+    results: dict[str, dict[str, dict | str]] = {}
+    for case, systems in cases(args.quick).items():
+        results[case] = {}
+        for system in systems:
+            command = [sys.executable, __file__, "--one", case, system]
+            command += ["--quick"] if args.quick else []
+            try:
+                done = subprocess.run(command, capture_output=True, text=True,
+                                      timeout=args.timeout, cwd=ROOT)
+                results[case][system] = (json.loads(done.stdout.splitlines()[-1])
+                                         if done.returncode == 0 else
+                                         f"failed: {done.stderr.strip().splitlines()[-1]}")
+            except subprocess.TimeoutExpired:
+                results[case][system] = f"> {args.timeout:g} s (timed out)"
+            print(case, system, results[case][system], file=sys.stderr, flush=True)
+    Path(args.out).write_text(report(results, args), encoding="utf-8")
+
+
+def _cell(result: dict | str) -> str:
+    if isinstance(result, str):
+        return result
+    if "events_per_second" in result:
+        return (f"{result['events_per_second']:,.0f} events/s, median step "
+                f"{result['median_step_us']:.0f} µs")
+    return f"{result['seconds']:.3f} s ({result['count']:,} tuples)"
+
+
+def report(results: dict, args: argparse.Namespace) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    lines = [
+        "# Benchmarks", "",
+        f"Machine: {cpu}, 2 cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}.",
+        f"Command: `python bench/run.py{' --quick' if args.quick else ''} "
+        f"--timeout {args.timeout:g}` (each case in its own process; wall-clock seconds "
+        "of evaluation, loading excluded for overlog).", "",
+        "| workload | system | result | vs overlog |", "| --- | --- | --- | --- |"]
+    for case, systems in results.items():
+        base = systems.get("overlog")
+        for system, result in systems.items():
+            ratio = ""
+            if (isinstance(result, dict) and isinstance(base, dict) and system != "overlog"
+                    and "seconds" in result and base.get("seconds")):
+                ratio = f"{result['seconds'] / base['seconds']:.2f}x"
+            lines.append(f"| {case} | {system} | {_cell(result)} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
