@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from typing import Any, TextIO
 
@@ -239,7 +238,3 @@ def _write_output(engine, directory: str) -> None:
         with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8") as f:
             for row in engine.rows(name):
                 f.write(format_row(row) + "\n")
-
-
-def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()

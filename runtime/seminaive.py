@@ -124,7 +124,7 @@ class CompiledRule:
                 try:
                     runner(list(seed), keys.append)
                 except PlanFailure as failure:
-                    raise self.failure(failure, relation) from failure.cause
+                    raise self.failure(failure) from failure.cause
         position = self.aggregate[0]  # type: ignore[index]
         rows = []
         for key in dict.fromkeys(keys):
@@ -138,9 +138,9 @@ class CompiledRule:
         try:
             runner(seed, emit)
         except PlanFailure as failure:
-            raise self.failure(failure, None) from failure.cause
+            raise self.failure(failure) from failure.cause
 
-    def failure(self, failure: PlanFailure, relation: str | None) -> EvaluationError:
+    def failure(self, failure: PlanFailure) -> EvaluationError:
         cause = failure.cause
         message = (str(cause) if isinstance(cause, ZeroDivisionError)
                    else f"{type(cause).__name__}: {cause}")
@@ -151,7 +151,7 @@ class CompiledRule:
         try:
             (trigger.insert if mode == "insert" else trigger.delete)(seed, emit)
         except PlanFailure as failure:
-            error = self.failure(failure, trigger.relation)
+            error = self.failure(failure)
             if failure.seed is not None:
                 error.trigger = (trigger.relation, failure.seed)
             raise error from failure.cause
