@@ -199,9 +199,10 @@ def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
 
 
 def _trace(report, err: TextIO) -> None:
-    parts = [f"{len(rows)} {name} events" for name, rows in report.events.items()]
-    parts += [f"+{len(rows)} {name}" for name, rows in report.inserted.items()]
-    parts += [f"-{len(rows)} {name}" for name, rows in report.deleted.items()]
+    raw = report._raw
+    parts = [f"{len(rows)} {name} events" for name, rows in raw["events"].items()]
+    parts += [f"+{len(rows)} {name}" for name, rows in raw["inserted"].items()]
+    parts += [f"-{len(rows)} {name}" for name, rows in raw["deleted"].items()]
     print(f"trace: step {report.step} @{report.time:g}: {', '.join(parts) or 'no changes'}",
           file=err)
 

@@ -32,12 +32,38 @@ ERROR_RELATION = "error"
 
 @dataclass
 class StepReport:
+    """What a step did: its events and net table changes (relation -> sorted rows), and the
+    errors reported. Rows are sorted when first read, so an unread report costs nothing."""
+
     step: int
     time: float
-    events: dict[str, list[Row]] = field(default_factory=dict)
-    inserted: dict[str, list[Row]] = field(default_factory=dict)
-    deleted: dict[str, list[Row]] = field(default_factory=dict)
     errors: list[OverlogError] = field(default_factory=list)
+    _raw: dict[str, dict[str, set[Row]]] = field(default_factory=lambda: {
+        "events": {}, "inserted": {}, "deleted": {}}, repr=False)
+    _sorted: dict[tuple[str, str], list[Row]] = field(default_factory=dict, repr=False)
+
+    def rows(self, kind: str, relation: str) -> list[Row]:
+        """Sorted rows of ``relation`` for ``kind`` ("events", "inserted" or "deleted")."""
+        found = self._sorted.get((kind, relation))
+        if found is None:
+            found = sorted_rows(self._raw[kind].get(relation, ()))
+            self._sorted[(kind, relation)] = found
+        return found
+
+    def _all(self, kind: str) -> dict[str, list[Row]]:
+        return {name: self.rows(kind, name) for name in self._raw[kind]}
+
+    @property
+    def events(self) -> dict[str, list[Row]]:
+        return self._all("events")
+
+    @property
+    def inserted(self) -> dict[str, list[Row]]:
+        return self._all("inserted")
+
+    @property
+    def deleted(self) -> dict[str, list[Row]]:
+        return self._all("deleted")
 
 
 class _LenientFunctions(Mapping):
@@ -222,8 +248,6 @@ class Engine:
         for table in self.tables.values():
             if table.event:
                 table.end_events()
-            else:
-                table.clear_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         while True:
             try:
@@ -253,6 +277,9 @@ class Engine:
                 report.errors.append(error)
         self._report(report)
         self._post_listeners(report)
+        for table in self.tables.values():  # the report keeps this step's change sets
+            if not table.event:
+                table.clear_step()
         return report
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
@@ -381,15 +408,16 @@ class Engine:
             self.undeliverable += 1
 
     def _report(self, report: StepReport) -> None:
+        raw = report._raw
         for name, table in self.tables.items():
             if table.event:
                 if table.rows:
-                    report.events[name] = sorted_rows(table.rows)
+                    raw["events"][name] = table.rows
             else:
                 if table.added:
-                    report.inserted[name] = sorted_rows(table.added)
+                    raw["inserted"][name] = table.added
                 if table.removed:
-                    report.deleted[name] = sorted_rows(table.removed)
+                    raw["deleted"][name] = table.removed
 
     def _post_listeners(self, report: StepReport) -> None:
         for listener in self.listeners:
@@ -398,12 +426,12 @@ class Engine:
             table = self.tables[listener.relation]
             batches = []
             if table.event:
-                batches.append(report.events.get(listener.relation, ()))
+                batches.append(report.rows("events", listener.relation))
             else:
                 if listener.op in (None, "delete"):
-                    batches.append(report.deleted.get(listener.relation, ()))
+                    batches.append(report.rows("deleted", listener.relation))
                 if listener.op in (None, "insert"):
-                    batches.append(report.inserted.get(listener.relation, ()))
+                    batches.append(report.rows("inserted", listener.relation))
             for rows in batches:
                 for row in rows:
                     if matches(listener.pattern, row):

@@ -49,6 +49,7 @@ class _Codegen:
         self.lines: list[str] = []
         self.depth = 2
         self.counter = 0
+        self.indexes: list[tuple[str, tuple[int, ...]]] = []
 
     def name(self, prefix: str) -> str:
         self.counter += 1
@@ -124,6 +125,7 @@ class _Codegen:
         else:
             ix = self.name("ix")
             self.prologue.append(f"{ix} = {table}.index({op.key!r})")
+            self.indexes.append((op.relation, op.key))
             source = f"{ix}.get({self.key_expr(op.key_terms)}, EMPTY)"
             if old:
                 rx = self.name("rx")
@@ -146,6 +148,7 @@ class _Codegen:
         else:
             ix = self.name("ix")
             self.prologue.append(f"{ix} = {table}.index({op.key!r})")
+            self.indexes.append((op.relation, op.key))
             self.emit_line(f"if {self.key_expr(op.key_terms)} in {ix}: continue")
 
     def build(self) -> str:
@@ -187,6 +190,8 @@ def compile_plan(plan: Plan, tables: dict[str, Table], functions: dict[str, Call
                  mode: str = "insert") -> Runner:
     gen = _Codegen(plan, tables, mode)
     source = gen.build()
+    for relation, cols in gen.indexes:  # create them now: maintained from the start
+        tables[relation].index(cols)
     namespace = dict(gen.namespace)
     namespace.update({f"F_{name}": fn for name, fn in functions.items()})
     exec(compile(source, f"<plan rule {plan.rule} {plan.driver} {mode}>", "exec"), namespace)

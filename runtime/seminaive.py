@@ -353,13 +353,13 @@ class Fixpoint:
         delta = plus
         first = True
         while True:
-            found: dict[CompiledRule, list[Row]] = defaultdict(list)
+            found: dict[CompiledRule, set[Row]] = defaultdict(set)
             for rule in rules:
                 for trigger in rule.triggers:
                     seed = (delta.get(trigger.relation) if trigger.kind == "pos"
                             else minus.get(trigger.relation) if first else None)
                     if seed:
-                        rule.run_trigger(trigger, "insert", seed, found[rule].append)
+                        rule.run_trigger(trigger, "insert", seed, found[rule].add)
             first = False
             delta = {}
             for rule, rows in found.items():
@@ -369,8 +369,7 @@ class Fixpoint:
                         if self._add_derived(rule, table, row):
                             delta.setdefault(rule.head, set()).add(row)
                     continue
-                new = set(rows)
-                new -= table.rows
+                new = rows - table.rows
                 if new:
                     table.add_new(new)
                     if rule.head in delta:

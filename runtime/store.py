@@ -116,11 +116,12 @@ class Table:
         self.rows |= new
         for cols, idx in self.indexes.items():
             if len(cols) == 1:
-                c = cols[0]
+                c, get = cols[0], idx.get
                 for row in new:
-                    bucket = idx.get(row[c])
+                    k = row[c]
+                    bucket = get(k)
                     if bucket is None:
-                        idx[row[c]] = {row}
+                        idx[k] = {row}
                     else:
                         bucket.add(row)
             else:
