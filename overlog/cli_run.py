@@ -172,7 +172,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 last = time.monotonic()
                 err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
                 err.flush()
-            if not reports or (engine.idle and engine.queue.next_time() is None):
+            if not reports or (engine.idle and engine.next_time() is None):
                 break
     except OverlogError as error:
         print(str(error), file=err)

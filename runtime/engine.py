@@ -25,6 +25,7 @@ from runtime.builtins import make_functions
 from runtime.events import ANY, EventQueue, Listener, matches
 from runtime.local import PlanFailure, compile_plan
 from runtime.seminaive import EvaluationError, Fixpoint
+from runtime.softstate import SoftState
 from runtime.store import Journal, Row, Table
 
 ERROR_RELATION = "error"
@@ -143,6 +144,9 @@ class Engine:
             for name, rel in checked.relations.items()}
         if ERROR_RELATION not in self.tables:
             self.tables[ERROR_RELATION] = Table(ERROR_RELATION, 4, True, (), self.journal)
+        self.soft = {name: SoftState(self.tables[name], rel.lifetime, rel.size, self.journal)
+                     for name, rel in checked.relations.items()
+                     if not rel.event and (rel.lifetime != math.inf or rel.size != math.inf)}
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
         self.listeners: list[Listener] = []
@@ -206,10 +210,15 @@ class Engine:
     def rows(self, relation: str) -> list[Row]:
         return sorted_rows(self._table(relation).rows)
 
+    def next_time(self) -> float | None:
+        """When the next timed input is due: a queued event or a soft-state expiry."""
+        times = [self.queue.next_time(), *(s.next_expiry() for s in self.soft.values())]
+        return min((t for t in times if t is not None), default=None)
+
     @property
     def idle(self) -> bool:
-        return not self.pending and (self.queue.next_time() is None
-                                     or self.queue.next_time() > self.now)
+        upcoming = self.next_time()
+        return not self.pending and (upcoming is None or upcoming > self.now)
 
     # -- running ------------------------------------------------------------------------
 
@@ -219,7 +228,7 @@ class Engine:
         reports = []
         while steps is None or len(reports) < steps:
             if self.idle:
-                upcoming = self.queue.next_time()
+                upcoming = self.next_time()
                 if upcoming is None or (until is not None and upcoming > until):
                     break
                 if self.clock == "sim":
@@ -243,6 +252,8 @@ class Engine:
         report = StepReport(self.step_count, self.now)
         inputs: list[tuple[str, str, Row]] = [("event", r, row)
                                               for r, row in self.queue.pop_due(self.now)]
+        for name, soft in self.soft.items():  # expiry first: a refresh below wins
+            inputs += [("delete", name, row) for row in soft.expired(self.now)]
         inputs += self.pending
         self.pending = []
         for table in self.tables.values():
@@ -335,20 +346,30 @@ class Engine:
                 if row not in table.rows:
                     table.add(row)
             elif kind == "delete":
-                if row in table.asserted:
-                    table.retract_row(row)
-                if row in table.rows:
-                    table.remove(row)
+                self._retract(relation, table, row)
             else:
                 holder = table.holder(row) if table.keyed else None
                 if holder is not None and holder != row:
-                    if holder in table.asserted:
-                        table.retract_row(holder)
-                    table.remove(holder)
+                    self._retract(relation, table, holder)
                 if row not in table.asserted:
                     table.assert_row(row)
                 if row not in table.rows:
                     table.add(row)
+                soft = self.soft.get(relation)
+                if soft is not None:
+                    soft.stamp(row, self.now)
+        for name, soft in self.soft.items():
+            for row in soft.over_cap():
+                self._retract(name, self.tables[name], row)
+
+    def _retract(self, relation: str, table: Table, row: Row) -> None:
+        if row in table.asserted:
+            table.retract_row(row)
+        if row in table.rows:
+            table.remove(row)
+        soft = self.soft.get(relation)
+        if soft is not None:
+            soft.forget(row)
 
     def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
         pre = [listener for listener in self.listeners if listener.phase == "pre"]

@@ -172,6 +172,10 @@ def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],
             notes=(Note("first declared here", seen[decl.name].span),)))
         return problems
     use = first.get(decl.name)
+    if use is None:
+        problems.append(Diagnostic(
+            "W203", f"`materialize` declares `{decl.name}`, which no rule or fact uses, so its "
+            "arity is unknown and it is not created", decl.span, severity="warning"))
     if use is not None and use.event:
         problems.append(Diagnostic(
             "E202", f"`materialize` declares `{decl.name}` persistent, but it is used as an "

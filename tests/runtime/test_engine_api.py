@@ -211,3 +211,33 @@ def test_seeded_rand_is_reproducible() -> None:
     other = Engine(source, seed=8)
     other.run()
     assert other.rows("r") != runs[0]
+
+
+def test_soft_state_refresh_postpones_expiry() -> None:
+    eng = Engine("materialize(lease, 5, infinity, keys(1)).\nheld(X) :- lease(X).\n")
+    eng.insert("lease", ("a",))
+    eng.insert("lease", ("b",))
+    eng.run(until=0.0)  # run() alone would go on to the expiries
+    eng.now = 3.0
+    eng.insert("lease", ("a",))  # refresh: a now expires at 8, b still at 5
+    eng.run(until=6.0)
+    assert (eng.now, eng.rows("held")) == (5.0, [("a",)])
+    reports = eng.run()
+    assert [(r.time, r.deleted) for r in reports] == [(8.0, {"lease": [("a",)],
+                                                              "held": [("a",)]})]
+    assert eng.idle and eng.next_time() is None
+
+
+def test_size_cap_evicts_the_oldest() -> None:
+    eng = Engine("materialize(recent, infinity, 2, keys(1)).\nn(count<*>) :- recent(_).\n")
+    for i, name in enumerate(["a", "b", "c"]):
+        eng.now = float(i)
+        eng.insert("recent", (name,))
+        eng.run()
+    assert eng.rows("recent") == [("b",), ("c",)]
+    eng.now = 3.0
+    eng.insert("recent", ("b",))  # refresh b: c is now the oldest
+    eng.insert("recent", ("d",))
+    eng.run()
+    assert eng.rows("recent") == [("b",), ("d",)]
+    assert eng.rows("n") == [(2,)]

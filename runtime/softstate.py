@@ -1,0 +1,79 @@
+"""Soft state: a table's lifetime (tuples expire L seconds after their last insertion or
+refresh) and size cap (the oldest tuples beyond S are evicted).
+
+Each soft table keeps the time each asserted tuple was last stamped and a heap ordered by
+stamp; a heap entry is valid while the tuple still has that stamp. Changes are journaled, so
+a rolled-back step leaves the stamps as they were.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+
+from runtime.store import Journal, Row, Table
+
+
+class SoftState:
+    def __init__(self, table: Table, lifetime: float, size: float, journal: Journal) -> None:
+        self.table = table
+        self.lifetime = lifetime
+        self.size = size
+        self.journal = journal
+        self.stamps: dict[Row, float] = {}
+        self.heap: list[tuple[float, int, Row]] = []
+        self.seq = itertools.count()
+
+    def _set(self, row: Row, stamp: float | None) -> None:
+        if stamp is None:
+            self.stamps.pop(row, None)
+        else:
+            self.stamps[row] = stamp
+            heapq.heappush(self.heap, (stamp, next(self.seq), row))
+
+    def stamp(self, row: Row, now: float) -> None:
+        """``row`` was inserted or refreshed at ``now``."""
+        self.journal.entries.append((lambda old: self._set(row, old), self.stamps.get(row)))
+        self._set(row, now)
+
+    def forget(self, row: Row) -> None:
+        if row in self.stamps:
+            self.journal.entries.append((lambda old: self._set(row, old), self.stamps[row]))
+            self._set(row, None)
+
+    def _oldest(self) -> tuple[float, Row] | None:
+        while self.heap:
+            stamp, _, row = self.heap[0]
+            if self.stamps.get(row) == stamp:
+                return stamp, row
+            heapq.heappop(self.heap)  # stale: refreshed or deleted since
+        return None
+
+    def next_expiry(self) -> float | None:
+        if self.lifetime == math.inf:
+            return None
+        oldest = self._oldest()
+        return None if oldest is None else oldest[0] + self.lifetime
+
+    def expired(self, now: float) -> list[Row]:
+        """Take the asserted tuples whose lifetime has run out at ``now`` (oldest first)."""
+        rows: list[Row] = []
+        while self.lifetime != math.inf:
+            oldest = self._oldest()
+            if oldest is None or oldest[0] + self.lifetime > now:
+                break
+            heapq.heappop(self.heap)
+            rows.append(oldest[1])
+        return rows
+
+    def over_cap(self) -> list[Row]:
+        """Take the oldest asserted tuples beyond the size cap."""
+        rows: list[Row] = []
+        while len(self.stamps) - len(rows) > self.size:
+            oldest = self._oldest()
+            if oldest is None:
+                break
+            heapq.heappop(self.heap)
+            rows.append(oldest[1])
+        return rows
