@@ -250,8 +250,9 @@ class Engine:
             self.now = max(self.now, self._wall())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
-        inputs: list[tuple[str, str, Row]] = [("event", r, row)
-                                              for r, row in self.queue.pop_due(self.now)]
+        # events are sets within a step: a repeated event is one input
+        inputs: list[tuple[str, str, Row]] = [
+            ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
         for name, soft in self.soft.items():  # expiry first: a refresh below wins
             inputs += [("delete", name, row) for row in soft.expired(self.now)]
         inputs += self.pending
@@ -404,14 +405,18 @@ class Engine:
                     None)
             writes[key] = row
         changes: list[tuple[str, str, Row]] = []
+        deleted: set[tuple[str, Row]] = set()
         for rule, row in deferred.deletes:
             table = self.tables[rule.head]
             stored = table.holder(row) if table.keyed else row
             if stored is not None and stored in table.asserted:
                 changes.append(("delete", rule.head, stored))
+                deleted.add((rule.head, stored))
         for (relation, _), row in writes.items():
             table = self.tables[relation]
-            if row not in table.asserted or (table.keyed and table.holder(row) != row):
+            if (row not in table.asserted or (relation, row) in deleted
+                    or (table.keyed and table.holder(row) != row)
+                    or relation in self.soft):  # a write refreshes a soft tuple
                 changes.append(("insert", relation, row))
         sends = [(rule.info.rule.head, row) for rule, row in deferred.sends]
         return changes, sends

@@ -192,6 +192,21 @@ class CompiledRule:
         return [by_position[i] for i in self.seed_positions]
 
 
+def _restore_group(args: tuple[dict, tuple, Row | None]) -> None:
+    state, key, row = args
+    if row is None:
+        state.pop(key, None)
+    else:
+        state[key] = row
+
+
+def _count(args: tuple[Counter, Row, int]) -> None:
+    support, row, delta = args
+    support[row] += delta
+    if support[row] <= 0:
+        del support[row]
+
+
 @dataclass(slots=True)
 class DeferredOutput:
     writes: list[tuple[CompiledRule, Row]]
@@ -274,20 +289,23 @@ class Fixpoint:
             return
         state = self.aggregate_state[rule.info.index]
         support = self.aggregate_support[rule.head]
+        journal = table.journal.entries
         for key in touched:
             old, new = state.get(key), fresh.get(key)
             if old == new:
                 continue
+            journal.append((_restore_group, (state, key, old)))
             if old is not None:
                 del state[key]
-                support[old] -= 1
-                if not support[old]:
-                    del support[old]
+                journal.append((_count, (support, old, 1)))
+                _count((support, old, -1))
+                if not support.get(old):
                     if old in table.rows and old not in table.asserted:
                         table.remove(old)  # another rule may rederive it
             if new is not None:
                 state[key] = new
-                support[new] += 1
+                journal.append((_count, (support, new, -1)))
+                _count((support, new, 1))
                 self._add_derived(rule, table, new)
 
     def _add_derived(self, rule: CompiledRule, table: Table, row: Row) -> bool:
