@@ -299,9 +299,9 @@ class Fixpoint:
                 del state[key]
                 journal.append((_count, (support, old, 1)))
                 _count((support, old, -1))
-                if not support.get(old):
-                    if old in table.rows and old not in table.asserted:
-                        table.remove(old)  # another rule may rederive it
+                if (not support.get(old) and old in table.rows
+                        and old not in table.asserted):
+                    table.remove(old)  # another rule may rederive it
             if new is not None:
                 state[key] = new
                 journal.append((_count, (support, new, -1)))
