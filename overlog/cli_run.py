@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from overlog.csvio import CsvError, format_row, read_rows
 from overlog.errors import CompileError, OverlogError
-from overlog.printer import format_value
+from overlog.printer import format_tuple, format_value
 
 
 class UsageError(Exception):
@@ -67,11 +67,6 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _atom_text(name: str, row: tuple, event: bool) -> str:
-    args = ", ".join(format_value(v) for v in row)
-    return f"{name}[{args}]" if event else f"{name}({args})"
-
-
 class _Printer:
     def __init__(self, fmt: str, out: TextIO) -> None:
         self.fmt = fmt
@@ -87,7 +82,7 @@ class _Printer:
             self.out.write(format_row((step, when, table, op, *row)) + "\n")
         else:
             sign = {"event": " ", "insert": "+", "delete": "-"}[op]
-            self.out.write(f"[step {step} @{when:g}] {sign}{_atom_text(table, row, event)}\n")
+            self.out.write(f"[step {step} @{when:g}] {sign}{format_tuple(table, row, event)}\n")
 
     def final(self, table: str, rows: list[tuple]) -> None:
         if self.fmt == "jsonl":

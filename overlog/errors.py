@@ -47,12 +47,13 @@ class OverlogRuntimeError(OverlogError):
 
 class StepError(OverlogRuntimeError):
     """A timestep failed and was rolled back; ``quarantined`` lists the inputs removed from it
-    (``(relation, row)``), which the next step receives as ``error[...]`` events."""
+    as ``(kind, relation, row)`` with kind "event", "insert" or "delete"; the next step
+    receives each as an ``error[...]`` event."""
 
     def __init__(self, code: str, message: str, *, step: int, time: float,
                  path: str = "<input>", rule: str | None = None, span: object = None,
                  binding: dict | None = None,
-                 quarantined: tuple[tuple[str, tuple], ...] = ()) -> None:
+                 quarantined: tuple[tuple[str, str, tuple], ...] = ()) -> None:
         self.code = code
         self.message = message
         self.step = step
@@ -74,10 +75,13 @@ class StepError(OverlogRuntimeError):
         text = f"{where}: error[{self.code}]: step {self.step} (time {self.time:g}): {self.message}"
         if self.rule:
             text += f"\n  in rule {self.rule}"
+        from overlog.printer import format_tuple, format_value
+
         if self.binding:
-            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(self.binding.items())
+            shown = ", ".join(f"{k}={format_value(v)}" for k, v in sorted(self.binding.items())
                               if not k.startswith("_"))
             text += f"\n  binding: {shown}"
-        for relation, row in self.quarantined:
-            text += f"\n  quarantined input: {relation}{list(row)!r}"
+        for kind, relation, row in self.quarantined:
+            shown = format_tuple(relation, row, event=kind == "event")
+            text += f"\n  quarantined input: {'delete ' if kind == 'delete' else ''}{shown}"
         return text

@@ -32,6 +32,12 @@ def format_value(value: object) -> str:
     return repr(value)
 
 
+def format_tuple(name: str, row: tuple, event: bool = False) -> str:
+    """A stored tuple as Overlog text: ``name(v1, v2)`` or ``name[v1, v2]``."""
+    args = ", ".join(format_value(v) for v in row)
+    return f"{name}[{args}]" if event else f"{name}({args})"
+
+
 def _escape(c: str) -> str:
     if c in _ESCAPES:
         return _ESCAPES[c]

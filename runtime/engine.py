@@ -1,7 +1,7 @@
 """The Engine facade: timesteps of inputs -> fixpoint -> commit -> callbacks (design.md 3.1).
 
 A step is atomic: a failure rolls back every table change of the step (the journal), the
-inputs the failing binding was triggered by are quarantined (reported, then delivered as
+input that made it fail is quarantined (reported, then delivered as
 ``error[Step, Relation, Row, Message]`` events), and the step runs again without them.
 """
 
@@ -11,16 +11,18 @@ import math
 import random
 import time as wallclock
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from overlog import syntax as s
-from overlog.analysis import CheckedProgram
-from overlog.compile import compile_program
+from overlog.analysis import CheckedProgram, analyze
 from overlog.diagnostics import Diagnostic
 from overlog.errors import OverlogError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.parser import parse
 from overlog.plan import Plan, Scan
+from overlog.printer import format_tuple
+from overlog.source import Source
 from runtime.builtins import make_functions
 from runtime.events import ANY, EventQueue, Listener, matches
 from runtime.local import PlanFailure, compile_plan
@@ -88,9 +90,8 @@ class _LenientFunctions(Mapping):
 
 
 class _Failure(Exception):
-    def __init__(self, error: StepError, trigger: tuple[str, Row] | None) -> None:
+    def __init__(self, error: StepError) -> None:
         self.error = error
-        self.trigger = trigger
 
 
 def sort_key(value: Any) -> tuple:
@@ -129,10 +130,10 @@ class Engine:
         self.clock = clock
         self.user_functions: dict[str, Callable] = dict(functions or {})
         known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
-        checked = compile_program(source, self.path, functions=_LenientFunctions(known))
+        program = parse(source, self.path)
         if defines:
-            checked = compile_program(_apply_defines(checked, defines), self.path,
-                                      functions=_LenientFunctions(known))
+            program = _apply_defines(program, defines)
+        checked = analyze(program, Source(source, self.path), _LenientFunctions(known))
         self.checked: CheckedProgram = checked
         self.rng = random.Random(seed)
         self.now = 0.0
@@ -267,7 +268,7 @@ class Engine:
                 break
             except _Failure as failure:
                 self.journal.rollback()
-                culprit = self._culprit(failure, inputs)
+                culprit, failure = self._culprit(failure, inputs)
                 if culprit is None:  # fails whatever its inputs: drop them all
                     quarantined += [(i, failure.error) for i in inputs]
                     inputs = []
@@ -278,8 +279,8 @@ class Engine:
         self.pending += changes
         for head, row in sends:
             self._send(head, row)
-        for (_kind, relation, row), error in quarantined:
-            error.quarantined += ((relation, row),)
+        for (kind, relation, row), error in quarantined:
+            error.quarantined += ((kind, relation, row),)
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))
         seen = set()
@@ -305,38 +306,36 @@ class Engine:
                 "E303" if error.message.startswith("key conflict") else "E301")
             raise _Failure(StepError(
                 code, error.message, step=self.step_count, time=self.now, path=self.path,
-                rule=_rule_name(rule), span=rule.rule.span, binding=error.binding),
-                error.trigger) from error
+                rule=_rule_name(rule), span=rule.rule.span, binding=error.binding)) from error
         except _Failure:
             raise
         except (TypeError, ValueError, ZeroDivisionError) as error:
             raise _Failure(StepError("E301", f"{type(error).__name__}: {error}",
-                                     step=self.step_count, time=self.now, path=self.path),
-                           None) from error
+                                     step=self.step_count, time=self.now,
+                                     path=self.path)) from error
 
-    def _culprit(self, failure: _Failure, inputs: list) -> tuple | None:
-        if failure.trigger is not None:
-            for item in inputs:
-                if (item[1], item[2]) == failure.trigger:
-                    return item
-        # Not an input itself: find the shortest failing prefix of the inputs.
-        lo, hi = 0, len(inputs)
-        if not self._fails([]):
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if self._fails(inputs[:mid]):
-                    hi = mid
-                else:
-                    lo = mid
-            return inputs[hi - 1] if inputs else None
-        return None
+    def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
+        """The input to quarantine: the first, in queue order, whose prefix of the inputs
+        fails (bisection; deterministic, unlike which failing binding is met first). Returns
+        it with the failure to report, or None if the step fails even with no input."""
+        if self._fails([]) is not None:
+            return None, failure
+        lo, hi, found = 0, len(inputs), failure
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            attempt = self._fails(inputs[:mid])
+            if attempt is not None:
+                hi, found = mid, attempt
+            else:
+                lo = mid
+        return inputs[hi - 1], found
 
-    def _fails(self, inputs: list) -> bool:
+    def _fails(self, inputs: list) -> _Failure | None:
         try:
             self._attempt(inputs)
-            return False
-        except _Failure:
-            return True
+            return None
+        except _Failure as failure:
+            return failure
         finally:
             self.journal.rollback()
 
@@ -387,7 +386,7 @@ class Engine:
                         raise _Failure(StepError(
                             "E304", f"pre listener on `{relation}` raised "
                             f"{type(error).__name__}: {error}", step=self.step_count,
-                            time=self.now, path=self.path), (relation, row)) from error
+                            time=self.now, path=self.path)) from error
 
     def _commit(self, deferred) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
@@ -398,11 +397,11 @@ class Engine:
             key = (rule.head, tuple(row[k] for k in table.keys))
             other = writes.get(key)
             if other is not None and other != row:
+                first, second = sorted_tuples(rule.head, (other, row))
                 raise _Failure(StepError(
-                    "E303", f"key conflict in `{rule.head}`: {other!r} and {row!r} written to "
-                    "the same key in one step", step=self.step_count, time=self.now,
-                    path=self.path, rule=_rule_name(rule.info), span=rule.info.rule.span),
-                    None)
+                    "E303", f"key conflict: {first} and {second} written to the same key in "
+                    "one step", step=self.step_count, time=self.now, path=self.path,
+                    rule=_rule_name(rule.info), span=rule.info.rule.span))
             writes[key] = row
         changes: list[tuple[str, str, Row]] = []
         deleted: set[tuple[str, Row]] = set()
@@ -531,6 +530,10 @@ class Engine:
         return row
 
 
+def sorted_tuples(relation: str, rows) -> list[str]:
+    return [format_tuple(relation, row) for row in sorted_rows(rows)]
+
+
 def _rule_name(info) -> str:
     return f"`{info.rule.name}`" if info.rule.name else f"{info.index + 1}"
 
@@ -551,19 +554,16 @@ def _constant(term: s.Term, functions: dict[str, Callable]) -> Any:
     return out[0][0]
 
 
-def _apply_defines(checked: CheckedProgram, defines: Mapping[str, Any]) -> str:
-    """Program text with every variable named in ``defines`` replaced by its value."""
-    from dataclasses import fields, replace
+def _apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:
+    """The program with every variable named in ``defines`` replaced by its value."""
 
-    from overlog.printer import format_program
-
-    def substitute(node):
-        if isinstance(node, (s.Assign, s.Agg)):  # their variables are not values
-            return replace(node, expr=substitute(node.expr)) if isinstance(node, s.Assign) \
-                else node
-        if isinstance(node, s.Var) and node.name in defines:
-            return s.Const(value=defines[node.name], span=node.span)
-        if not hasattr(node, "__dataclass_fields__"):
+    def substitute(node: Any) -> Any:
+        if isinstance(node, s.Var):
+            return s.Const(value=defines[node.name], span=node.span) \
+                if node.name in defines else node
+        if isinstance(node, s.Assign):  # the assigned variable is not a value
+            return replace(node, expr=substitute(node.expr))
+        if isinstance(node, (s.Agg, s.Const, s.Wildcard)):
             return node
         changes = {}
         for f in fields(node):
@@ -574,7 +574,7 @@ def _apply_defines(checked: CheckedProgram, defines: Mapping[str, Any]) -> str:
                 changes[f.name] = substitute(value)
         return replace(node, **changes)
 
-    return format_program(substitute(checked.program))
+    return substitute(program)
 
 
 __all__ = ["ANY", "Engine", "StepReport"]

@@ -26,11 +26,10 @@ Runner = Callable[[Iterable[tuple], Emit], None]
 class PlanFailure(Exception):
     """An expression failed while evaluating a plan; carries the binding at that point."""
 
-    def __init__(self, cause: BaseException, binding: dict[str, Any], seed: tuple | None):
+    def __init__(self, cause: BaseException, binding: dict[str, Any]):
         super().__init__(str(cause))
         self.cause = cause
         self.binding = binding
-        self.seed = seed
 
 
 _COMPARE = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -169,10 +168,10 @@ class _Codegen:
         self.emit_line(f"emit({head})")
         body = "\n".join(self.lines)
         prologue = "\n".join("    " + line for line in self.prologue)
-        return (f"def run(seed, emit):\n{prologue}\n    r0 = None\n    try:\n{body}\n"
+        return (f"def run(seed, emit):\n{prologue}\n    try:\n{body}\n"
                 "    except Exception as _e:\n"
                 "        _b = {k[2:]: v for k, v in locals().items() if k.startswith('v_')}\n"
-                "        raise PlanFailure(_e, _b, r0) from _e\n")
+                "        raise PlanFailure(_e, _b) from _e\n")
 
 
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:

@@ -21,21 +21,21 @@ from overlog import syntax as s
 from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.plan import RulePlans
 from overlog.planner import plan_rule, plan_variant
+from overlog.printer import format_tuple
 from runtime.builtins import aggregate
 from runtime.local import PlanFailure, Runner, compile_plan
 from runtime.store import Row, Table
 
 
 class EvaluationError(Exception):
-    """A rule failed while evaluating: carries the rule, its binding and the driver row."""
+    """A rule failed while evaluating: carries the rule and its binding."""
 
     def __init__(self, rule: RuleInfo, message: str, binding: dict[str, Any] | None = None,
-                 trigger: tuple[str, Row] | None = None, cause: BaseException | None = None):
+                 cause: BaseException | None = None):
         super().__init__(message)
         self.rule = rule
         self.message = message
         self.binding = binding or {}
-        self.trigger = trigger  # (relation, row) whose arrival fired the rule
         self.cause = cause
 
 
@@ -144,17 +144,14 @@ class CompiledRule:
         cause = failure.cause
         message = (str(cause) if isinstance(cause, ZeroDivisionError)
                    else f"{type(cause).__name__}: {cause}")
-        return EvaluationError(self.info, message, failure.binding, None, cause)
+        return EvaluationError(self.info, message, failure.binding, cause)
 
     def run_trigger(self, trigger: Trigger, mode: str, seed: Iterable[Row],
                     emit: Callable) -> None:
         try:
             (trigger.insert if mode == "insert" else trigger.delete)(seed, emit)
         except PlanFailure as failure:
-            error = self.failure(failure)
-            if failure.seed is not None:
-                error.trigger = (trigger.relation, failure.seed)
-            raise error from failure.cause
+            raise self.failure(failure) from failure.cause
 
     def seed_of(self, row: Row) -> tuple:
         return tuple(row[i] for i in self.seed_positions)
@@ -315,8 +312,8 @@ class Fixpoint:
             holder = table.holder(row)
             if holder is not None:
                 raise EvaluationError(
-                    rule.info, f"key conflict in `{table.name}`: derived {row!r} but "
-                    f"{holder!r} holds the same key")
+                    rule.info, f"key conflict: derived {format_tuple(table.name, row)} but "
+                    f"{format_tuple(table.name, holder)} holds the same key")
         table.add(row)
         return True
 

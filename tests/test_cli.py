@@ -60,3 +60,63 @@ def test_help_exits_0() -> None:
     result = overlog("--help")
     assert result.returncode == 0
     assert "check" in result.stdout
+
+
+def test_run_jsonl_of_an_example() -> None:
+    result = overlog("run", "programs/tc.olg", "--format", "jsonl", "--print", "link")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ('{"step": 1, "time": 0.0, "table": "reach", "op": "insert", '
+                        '"row": ["a", "b"]}')
+    assert lines[-5:] == [
+        '{"table": "link", "row": ["a", "b"]}', '{"table": "link", "row": ["b", "c"]}',
+        '{"table": "link", "row": ["c", "d"]}', '{"table": "link", "row": ["d", "b"]}',
+        '{"table": "link", "row": ["e", "a"]}']
+
+
+def test_run_csv_facts_in_and_out_with_define(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text(
+        "big(Name, N) :- size(Name, N), N > Limit.\nsize(\"seed\", 1).\n")
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    (facts / "size.csv").write_text('name,n\nalpha,10\n"007",20\nbeta,2.5\n')
+    (facts / "unknown.csv").write_text("1\n")
+    result = overlog("run", "prog.olg", "-F", "facts", "--header", "--define", "Limit=5",
+                     "-D", "out", "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ('big,"007",20\nbig,alpha,10\n'
+                             'size,"007",20\nsize,alpha,10\nsize,beta,2.5\nsize,seed,1\n')
+    assert result.stderr == ("overlog: warning: facts/unknown.csv: the program has no "
+                             "relation `unknown`; skipped\n")
+    assert (tmp_path / "out" / "big.csv").read_text() == '"007",20\nalpha,10\n'
+    assert (tmp_path / "out" / "size.csv").read_text() == \
+        '"007",20\nalpha,10\nbeta,2.5\nseed,1\n'
+
+
+def test_run_bad_csv_and_usage_errors_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text("p(X) :- q(X).\nq(1).\n")
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "q.csv").write_text("1\n2,3\n")
+    bad = overlog("run", "prog.olg", "-F", "facts", cwd=tmp_path)
+    assert (bad.returncode, bad.stderr) == (
+        2, "overlog: error: facts/q.csv:2: expected 1 fields, got 2\n")
+    unknown = overlog("run", "prog.olg", "--print", "nope", cwd=tmp_path)
+    assert (unknown.returncode, unknown.stderr) == (
+        2, "overlog: error: --print names `nope`, which the program does not have\n")
+    spark = overlog("run", "prog.olg", "--backend", "spark", cwd=tmp_path)
+    assert (spark.returncode, spark.stderr) == (
+        2, "overlog: error: the Spark backend is not available yet; use --backend local\n")
+
+
+def test_run_steps_and_text_tables(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text("tick(E) :- periodic[_, E, 1].\n")
+    result = overlog("run", "prog.olg", "--steps", "4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "tick (2 rows)\n  1\n  2\n"
+
+
+def test_run_program_error_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text("p(X) :- q(Y).\n")
+    result = overlog("run", "prog.olg", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("prog.olg:1:3: error[E205]:")

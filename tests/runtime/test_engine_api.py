@@ -102,7 +102,7 @@ def test_failed_step_rolls_back_and_quarantines_only_the_bad_input() -> None:
     assert [e.code for e in first.errors] == ["E302"]
     error = first.errors[0]
     assert (error.step, error.binding, error.quarantined) == (1, {"X": 1, "Y": 0},
-                                                             (("calc", (1, 0)),))
+                                                             (("event", "calc", (1, 0)),))
     assert str(error) == ("c.olg:1:1: error[E302]: step 1 (time 0): division by zero\n"
                           "  in rule 1\n  binding: X=1, Y=0\n"
                           "  quarantined input: calc[1, 0]")
@@ -131,7 +131,7 @@ def test_key_conflict_between_two_writes_quarantines_the_later_one() -> None:
     eng.generate_event("sold", ("car", "bob"))
     report = eng.step()
     assert [e.code for e in report.errors] == ["E303"]
-    assert report.errors[0].quarantined == (("sold", ("car", "bob")),)
+    assert report.errors[0].quarantined == (("event", "sold", ("car", "bob")),)
     eng.run()
     assert eng.rows("owner") == [("car", "ann")]
 
@@ -241,3 +241,15 @@ def test_size_cap_evicts_the_oldest() -> None:
     eng.run()
     assert eng.rows("recent") == [("b",), ("d",)]
     assert eng.rows("n") == [(2,)]
+
+
+def test_real_clock_waits_for_timed_events() -> None:
+    import time
+
+    eng = Engine("got(X) :- e[X].\n", clock="real")
+    start = time.monotonic()
+    eng.generate_event("e", (1,), when=eng.now + 0.2)
+    reports = eng.run()
+    elapsed = time.monotonic() - start
+    assert eng.rows("got") == [(1,)]
+    assert reports[0].time >= 0.2 and elapsed >= 0.2
