@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -155,6 +156,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
 
 
 def entry() -> None:
+    """The console script. Runs are reproducible across processes only with a fixed string
+    hash seed (set iteration order decides which binding draws which f_rand() value), so
+    unless the user chose one, re-execute once with PYTHONHASHSEED=0."""
+    if os.environ.get("PYTHONHASHSEED") is None:
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        os.execve(sys.executable, [sys.executable, "-m", "overlog", *sys.argv[1:]], env)
     sys.exit(main())
 
 

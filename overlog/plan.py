@@ -26,14 +26,17 @@ class Scan:
 
 @dataclass(frozen=True, slots=True)
 class Join:
-    """Index lookup into ``relation``'s full version on ``key`` columns = ``key_terms``;
-    binds ``binds`` and checks ``checks`` on the other columns."""
+    """Index lookup into ``relation`` on ``key`` columns = ``key_terms``; binds ``binds`` and
+    checks ``checks`` on the other columns. ``old`` reads the version without the driver's
+    delta (the atom comes before the driver in the body), so that a combination of several
+    new tuples is derived once, by the variant of its first new atom."""
 
     relation: str
     key: tuple[int, ...]
     key_terms: tuple[s.Term, ...]
     binds: tuple[tuple[int, str], ...]
     checks: tuple[tuple[int, s.Term], ...]
+    old: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,8 @@ def format_operator(op: Operator) -> str:
         case Join():
             key = ", ".join(f"${c}={format_term_short(t)}" for c, t in zip(op.key, op.key_terms,
                                                                          strict=True))
-            return f"join {op.relation} on ({key}){binding(op.binds, op.checks)}"
+            version = ".old" if op.old else ""
+            return f"join {op.relation}{version} on ({key}){binding(op.binds, op.checks)}"
         case AntiJoin():
             key = ", ".join(f"${c}={format_term_short(t)}" for c, t in zip(op.key, op.key_terms,
                                                                          strict=True))

@@ -65,10 +65,10 @@ class _Builder:
         self.ops.append(Scan(atom.name, "delta", tuple(binds), tuple(keys + checks)))
         self.bound |= {v for _, v in binds}
 
-    def join(self, atom: s.Atom) -> None:
+    def join(self, atom: s.Atom, old: bool = False) -> None:
         keys, binds, checks = self._columns(atom)
         self.ops.append(Join(atom.name, tuple(c for c, _ in keys), tuple(t for _, t in keys),
-                             tuple(binds), tuple(checks)))
+                             tuple(binds), tuple(checks), old))
         self.bound |= {v for _, v in binds}
 
     def place_ready(self, lets: list[s.Assign], filters: list[s.Comparison],
@@ -116,6 +116,7 @@ def plan_variant(index: int, rule: s.Rule, driver: str, prebound: tuple[str, ...
     filters = [lit for lit in rule.body if isinstance(lit, s.Comparison)]
     negations = [lit for lit in rule.body if isinstance(lit, s.Negation)]
 
+    before = -1  # positive atoms before a positive driver read their old version
     if driver == "bound":
         builder.ops.append(Scan("", "bound", tuple(enumerate(prebound)), ()))
         builder.bound |= set(prebound)
@@ -123,7 +124,8 @@ def plan_variant(index: int, rule: s.Rule, driver: str, prebound: tuple[str, ...
         kind, _, position = driver.partition(":")
         literal = rule.body[int(position)]
         if kind == "pos":
-            atoms = [(i, a) for i, a in atoms if i != int(position)]
+            before = int(position)
+            atoms = [(i, a) for i, a in atoms if i != before]
             builder.scan(literal)  # type: ignore[arg-type]
         else:
             builder.scan(literal.atom)  # type: ignore[union-attr]
@@ -131,7 +133,7 @@ def plan_variant(index: int, rule: s.Rule, driver: str, prebound: tuple[str, ...
     while atoms:
         best = max(atoms, key=lambda ia: (_score(ia[1], builder.bound), -ia[0]))
         atoms.remove(best)
-        builder.join(best[1])
+        builder.join(best[1], old=best[0] < before)
         builder.place_ready(lets, filters, negations)
     assert not (lets or filters or negations or builder.pending_filters), "unsafe rule planned"
     return Plan(rule=index, driver=driver, operators=tuple(builder.ops),

@@ -1,17 +1,18 @@
 """The local backend: compiles a plan to a Python function of nested loops over hash indexes.
 
-``compile_plan(plan, tables, functions, mode)`` returns ``run(seed, emit)``: for each seed
-tuple (a driver row, or the values of the pre-bound variables) it calls ``emit(head_row)``
-once per binding. ``mode="delete"`` reads every table as it was before the step's removals
-(rows plus removed rows) and ignores anti-joins: the over-approximation DRed's over-deletion
-phase needs.
+``compile_plan(plan, tables, functions, mode)`` returns ``run(seed, emit, exclude)``: for
+each seed tuple (a driver row, or the values of the pre-bound variables) it calls
+``emit(head_row)`` once per binding; joins marked ``old`` skip the rows in
+``exclude[relation]`` (the current delta). ``mode="delete"`` reads every table as it was
+before the step's removals (rows plus removed rows) and ignores anti-joins: the
+over-approximation DRed's over-deletion phase needs.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from overlog import syntax as s
@@ -20,7 +21,7 @@ from runtime.builtins import divide, remainder
 from runtime.store import EMPTY, Table, index_key
 
 Emit = Callable[[tuple], Any]
-Runner = Callable[[Iterable[tuple], Emit], None]
+Runner = Callable[..., None]  # run(seed, emit, exclude={})
 
 
 class PlanFailure(Exception):
@@ -41,7 +42,7 @@ class _Codegen:
         self.tables = tables
         self.mode = mode
         self.namespace: dict[str, Any] = {
-            "EMPTY": EMPTY, "_div": divide, "_mod": remainder, "INF": math.inf,
+            "EMPTY": EMPTY, "NOTHING": {}, "_div": divide, "_mod": remainder, "INF": math.inf,
             "_chain": itertools.chain, "_index_of": _index_of, "PlanFailure": PlanFailure,
         }
         self.prologue: list[str] = []
@@ -115,6 +116,10 @@ class _Codegen:
             key = "(" + "".join(f"{self.expr(t)}, " for t in op.key_terms) + ")"
             test = f"{key} in {table}.rows" + (f" or {key} in {table}.removed" if old else "")
             self.emit_line(f"{row} = {key}")
+            if op.old and not old:
+                dx = self.name("dx")
+                self.prologue.append(f"{dx} = exclude.get({op.relation!r}, EMPTY)")
+                test += f" and {row} not in {dx}"
             self.emit_line(f"if not ({test}): continue")
             self.emit_line("if True:")
             self.depth += 1
@@ -132,6 +137,10 @@ class _Codegen:
                 source = f"_chain({source}, {rx}.get({self.key_expr(op.key_terms)}, EMPTY))"
         self.emit_line(f"for {row} in {source}:")
         self.depth += 1
+        if op.old and not old:
+            dx = self.name("dx")
+            self.prologue.append(f"{dx} = exclude.get({op.relation!r}, EMPTY)")
+            self.emit_line(f"if {row} in {dx}: continue")
         self.binds_and_checks(row, op.binds, op.checks)
 
     def antijoin(self, op: AntiJoin) -> None:
@@ -168,7 +177,7 @@ class _Codegen:
         self.emit_line(f"emit({head})")
         body = "\n".join(self.lines)
         prologue = "\n".join("    " + line for line in self.prologue)
-        return (f"def run(seed, emit):\n{prologue}\n    try:\n{body}\n"
+        return (f"def run(seed, emit, exclude=NOTHING):\n{prologue}\n    try:\n{body}\n"
                 "    except Exception as _e:\n"
                 "        _b = {k[2:]: v for k, v in locals().items() if k.startswith('v_')}\n"
                 "        raise PlanFailure(_e, _b) from _e\n")

@@ -147,9 +147,9 @@ class CompiledRule:
         return EvaluationError(self.info, message, failure.binding, cause)
 
     def run_trigger(self, trigger: Trigger, mode: str, seed: Iterable[Row],
-                    emit: Callable) -> None:
+                    emit: Callable, exclude: dict[str, set[Row]] | None = None) -> None:
         try:
-            (trigger.insert if mode == "insert" else trigger.delete)(seed, emit)
+            (trigger.insert if mode == "insert" else trigger.delete)(seed, emit, exclude or {})
         except PlanFailure as failure:
             raise self.failure(failure) from failure.cause
 
@@ -374,7 +374,7 @@ class Fixpoint:
                     seed = (delta.get(trigger.relation) if trigger.kind == "pos"
                             else minus.get(trigger.relation) if first else None)
                     if seed:
-                        rule.run_trigger(trigger, "insert", seed, found[rule].add)
+                        rule.run_trigger(trigger, "insert", seed, found[rule].add, delta)
             first = False
             delta = {}
             for rule, rows in found.items():
@@ -398,10 +398,11 @@ class Fixpoint:
         out = DeferredOutput([], [], [])
         for rule in self.deferred:
             rows: list[Row] = []
+            new = {t.relation: self.tables[t.relation].added for t in rule.triggers}
             for trigger in rule.triggers:
-                seed = self.tables[trigger.relation].added
+                seed = new[trigger.relation]
                 if seed:
-                    rule.run_trigger(trigger, "insert", list(seed), rows.append)
+                    rule.run_trigger(trigger, "insert", list(seed), rows.append, new)
             if rule.aggregate is not None:
                 fresh = rule.evaluate_groups({tuple(r[i] for i in rule.group) for r in rows},
                                              self.tables) if rows else {}

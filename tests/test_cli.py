@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,18 @@ def test_run_program_error_exits_1(tmp_path: Path) -> None:
     result = overlog("run", "prog.olg", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith("prog.olg:1:3: error[E205]:")
+
+
+def test_runs_are_reproducible_across_processes(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text(
+        'item("a"). item("b"). item("c"). item("d"). item("e").\ngo[1].\n'
+        "pick(X, R) :- go[_], item(X), R := f_rand().\n")
+    outputs = set()
+    for _ in range(3):  # a fresh process each time, with a different string hash seed
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+        done = subprocess.run([sys.executable, "-m", "overlog", "run", "prog.olg", "--seed",
+                               "3", "--format", "jsonl", "--print", "pick"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert len(outputs.pop().splitlines()) == 5
