@@ -194,11 +194,13 @@ def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
 
 
 def _trace(report, err: TextIO) -> None:
+    fired = [f"{label} derived {n}" for label, n in report.firings.items() if n]
     raw = report._raw
-    parts = [f"{len(rows)} {name} events" for name, rows in raw["events"].items()]
-    parts += [f"+{len(rows)} {name}" for name, rows in raw["inserted"].items()]
-    parts += [f"-{len(rows)} {name}" for name, rows in raw["deleted"].items()]
-    print(f"trace: step {report.step} @{report.time:g}: {', '.join(parts) or 'no changes'}",
+    changes = [f"+{len(rows)} {name}" for name, rows in raw["inserted"].items()]
+    changes += [f"-{len(rows)} {name}" for name, rows in raw["deleted"].items()]
+    changes += [f"{len(rows)} {name} events" for name, rows in raw["events"].items()]
+    print(f"trace: step {report.step} @{report.time:g}: "
+          f"{', '.join(fired) or 'no rule fired'}; {', '.join(changes) or 'no changes'}",
           file=err)
 
 

@@ -41,6 +41,7 @@ class StepReport:
     step: int
     time: float
     errors: list[OverlogError] = field(default_factory=list)
+    firings: dict[str, int] = field(default_factory=dict)  # rule label -> tuples derived
     _raw: dict[str, dict[str, set[Row]]] = field(default_factory=lambda: {
         "events": {}, "inserted": {}, "deleted": {}}, repr=False)
     _sorted: dict[tuple[str, str], list[Row]] = field(default_factory=dict, repr=False)
@@ -276,6 +277,7 @@ class Engine:
                     quarantined.append((culprit, failure.error))
                     inputs = [i for i in inputs if i is not culprit]
         self.journal.entries.clear()
+        report.firings = dict(self._fixpoint.firings)
         self.pending += changes
         for head, row in sends:
             self._send(head, row)

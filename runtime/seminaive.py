@@ -231,10 +231,13 @@ class Fixpoint:
         # rows of each relation supported by aggregate groups (an aggregate row is derived,
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
+        # head tuples each rule derived in the current step (for --trace); reset per step
+        self.firings: Counter = Counter()
 
     # -- one step -----------------------------------------------------------------------
 
     def run(self) -> DeferredOutput:
+        self.firings = Counter()
         for rules in self.strata:
             self._stratum(rules)
         return self._deferred()
@@ -278,6 +281,7 @@ class Fixpoint:
         if not touched and not rule.zero_probe:
             return
         fresh = rule.evaluate_groups(touched, self.tables)
+        self.firings[rule.info.label] += len(fresh)
         table = self.tables[rule.head]
         if rule.head_event:
             for row in [*fresh.values(), *rule.zero_rows(self.tables, fresh)]:
@@ -378,6 +382,7 @@ class Fixpoint:
             first = False
             delta = {}
             for rule, rows in found.items():
+                self.firings[rule.info.label] += len(rows)
                 table = self.tables[rule.head]
                 if table.keyed:
                     for row in rows:
@@ -409,6 +414,7 @@ class Fixpoint:
                 rows = [*fresh.values(), *rule.zero_rows(self.tables, fresh)]
             if not rows:
                 continue
+            self.firings[rule.info.label] += len(rows)
             target = (out.sends if rule.info.remote else
                       out.deletes if rule.info.kind == "delete" else out.writes)
             target.extend((rule, row) for row in dict.fromkeys(rows))

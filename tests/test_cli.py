@@ -136,3 +136,13 @@ def test_runs_are_reproducible_across_processes(tmp_path: Path) -> None:
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert len(outputs.pop().splitlines()) == 5
+
+
+def test_run_trace_reports_rule_firings(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text(
+        'r1 reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n'
+        'link(1, 2).\nlink(2, 3).\n')
+    result = overlog("run", "prog.olg", "--trace", "--format", "jsonl", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == ("trace: step 1 @0: r1 derived 2, rule 2 derived 1; "
+                             "+3 reach, +2 link\n")
