@@ -190,10 +190,6 @@ def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
     return index
 
 
-def generate_source(plan: Plan, tables: dict[str, Table], mode: str = "insert") -> str:
-    return _Codegen(plan, tables, mode).build()
-
-
 def compile_plan(plan: Plan, tables: dict[str, Table], functions: dict[str, Callable],
                  mode: str = "insert") -> Runner:
     gen = _Codegen(plan, tables, mode)
