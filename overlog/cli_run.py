@@ -9,8 +9,11 @@ import os
 import time
 from typing import Any, TextIO
 
+from overlog import syntax as s
 from overlog.csvio import CsvError, format_row, read_rows
-from overlog.errors import CompileError, OverlogError
+from overlog.diagnostics import render
+from overlog.errors import CompileError, OverlogError, ParseError
+from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
 
 
@@ -41,22 +44,16 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def parse_define(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE``: VALUE is an Overlog literal (``10``, ``2.5``, ``"s"``, ``true``), or else
+    taken as a string."""
     name, sep, raw = text.partition("=")
     if not sep or not name.isidentifier():
         raise UsageError(f"--define takes NAME=VALUE, not {text!r}")
-    from overlog.errors import ParseError
-    from overlog.parser import parse
-
     try:
-        fact = parse(f"d({raw}).").facts[0]
-        term = fact.atom.args[0]
-        from overlog import syntax as s
-
-        if isinstance(term, s.Const):
-            return name, term.value
+        term = parse(f"d({raw}).").facts[0].atom.args[0]
     except (ParseError, IndexError):
-        pass
-    return name, raw
+        return name, raw
+    return name, term.value if isinstance(term, s.Const) else raw
 
 
 def _json_value(value: Any) -> Any:
@@ -129,8 +126,6 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     checked = engine.checked
     for warning in checked.warnings:
-        from overlog.diagnostics import render
-
         print(render(warning, checked.source), file=err)
 
     for name in args.print_tables:
