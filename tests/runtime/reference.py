@@ -7,14 +7,17 @@ tuples), as in the engine.
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import CheckedProgram
-from runtime.builtins import aggregate, divide, remainder
+from runtime.builtins import aggregate, divide, make_functions, remainder
 
 Binding = dict[str, Any]
+PURE = {name: fn for name, fn in make_functions(lambda: 0.0, random.Random(0)).items()
+        if name not in ("f_now", "f_rand")}
 
 
 def value(term: s.Term, b: Binding) -> Any:
@@ -31,6 +34,8 @@ def value(term: s.Term, b: Binding) -> Any:
             return -value(operand, b)
         case s.ListExpr(items=items):
             return tuple(value(i, b) for i in items)
+        case s.Call(name=name, args=args):  # pure built-ins only (no f_now, f_rand)
+            return PURE[name](*(value(a, b) for a in args))
     raise NotImplementedError(term)
 
 
