@@ -176,7 +176,9 @@ def _cell(result: dict | str) -> str:
     if "events_per_second" in result:
         return (f"{result['events_per_second']:,.0f} events/s, median step "
                 f"{result['median_step_us']:.0f} µs")
-    return f"{result['seconds']:.3f} s ({result['count']:,} tuples)"
+    seconds = result["seconds"]
+    shown = f"{seconds * 1000:.2f} ms" if seconds < 0.1 else f"{seconds:.3f} s"
+    return f"{shown} ({result['count']:,} tuples)"
 
 
 def report(results: dict, args: argparse.Namespace) -> str:
