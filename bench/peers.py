@@ -30,18 +30,15 @@ def floor_sg(parent: list[tuple]) -> int:
         children[p].append(c)
     sg = {(x, y) for kids in children.values() for x in kids for y in kids if x != y}
     delta = set(sg)
-    parent_of = dict(parent)
-    kids_of = children
     while delta:
         new = set()
         for a, b in delta:  # sg(X, Y) :- parent(X, A), sg(A, B), parent(Y, B)
-            for x in kids_of.get(a, ()):
-                for y in kids_of.get(b, ()):
+            for x in children.get(a, ()):
+                for y in children.get(b, ()):
                     if (x, y) not in sg:
                         new.add((x, y))
         sg |= new
         delta = new
-    del parent_of
     return len(sg)
 
 

@@ -60,14 +60,14 @@ def _compile(path: str, err: TextIO) -> CheckedProgram | None:
     return checked
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def summary(checked: CheckedProgram) -> str:
     return (f"{_plural(len(checked.relations), 'relation')}, "
-            f"{_plural(len(checked.rules), 'rule')}, {_plural(len(checked.strata), 'stratum')}"
-            .replace("stratums", "strata"))
+            f"{_plural(len(checked.rules), 'rule')}, "
+            f"{_plural(len(checked.strata), 'stratum', 'strata')}")
 
 
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overlog import syntax as s
+from overlog.printer import format_term
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,40 +85,34 @@ class RulePlans:
     full: Plan  # no driver: for rederivation and group recomputation with pre-bound vars
 
 
-def format_term_short(term: s.Term) -> str:
-    from overlog.printer import format_term
-
-    return format_term(term)
-
-
 def format_operator(op: Operator) -> str:
     def binding(binds, checks) -> str:
         parts = [f"${c}->{v}" for c, v in binds] + [
-            f"${c}=={format_term_short(t)}" for c, t in checks]
+            f"${c}=={format_term(t)}" for c, t in checks]
         return f" [{', '.join(parts)}]" if parts else ""
 
     match op:
         case Scan():
             return f"scan {op.relation}.{op.version}{binding(op.binds, op.checks)}"
         case Join():
-            key = ", ".join(f"${c}={format_term_short(t)}" for c, t in zip(op.key, op.key_terms,
+            key = ", ".join(f"${c}={format_term(t)}" for c, t in zip(op.key, op.key_terms,
                                                                          strict=True))
             version = ".old" if op.old else ""
             return f"join {op.relation}{version} on ({key}){binding(op.binds, op.checks)}"
         case AntiJoin():
-            key = ", ".join(f"${c}={format_term_short(t)}" for c, t in zip(op.key, op.key_terms,
+            key = ", ".join(f"${c}={format_term(t)}" for c, t in zip(op.key, op.key_terms,
                                                                          strict=True))
             return f"antijoin {op.relation} on ({key})"
         case Filter():
-            return (f"filter {format_term_short(op.left)} {op.op} "
-                    f"{format_term_short(op.right)}")
+            return (f"filter {format_term(op.left)} {op.op} "
+                    f"{format_term(op.right)}")
         case Let():
-            return f"let {op.var} := {format_term_short(op.expr)}"
+            return f"let {op.var} := {format_term(op.expr)}"
     raise TypeError(op)
 
 
 def format_plan(plan: Plan) -> str:
     lines = [f"driver {plan.driver}:"]
     lines += [f"  {format_operator(op)}" for op in plan.operators]
-    lines.append(f"  emit ({', '.join(format_term_short(t) for t in plan.head)})")
+    lines.append(f"  emit ({', '.join(format_term(t) for t in plan.head)})")
     return "\n".join(lines)

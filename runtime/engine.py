@@ -304,17 +304,9 @@ class Engine:
             return self._commit(self._fixpoint.run())  # type: ignore[union-attr]
         except EvaluationError as error:
             rule = error.rule
-            code = "E302" if isinstance(error.cause, ZeroDivisionError) else (
-                "E303" if error.message.startswith("key conflict") else "E301")
             raise _Failure(StepError(
-                code, error.message, step=self.step_count, time=self.now, path=self.path,
+                error.code, error.message, step=self.step_count, time=self.now, path=self.path,
                 rule=_rule_name(rule), span=rule.rule.span, binding=error.binding)) from error
-        except _Failure:
-            raise
-        except (TypeError, ValueError, ZeroDivisionError) as error:
-            raise _Failure(StepError("E301", f"{type(error).__name__}: {error}",
-                                     step=self.step_count, time=self.now,
-                                     path=self.path)) from error
 
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs

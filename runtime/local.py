@@ -33,9 +33,6 @@ class PlanFailure(Exception):
         self.binding = binding
 
 
-_COMPARE = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-
-
 class _Codegen:
     def __init__(self, plan: Plan, tables: dict[str, Table], mode: str) -> None:
         self.plan = plan
@@ -121,8 +118,6 @@ class _Codegen:
                 self.prologue.append(f"{dx} = exclude.get({op.relation!r}, EMPTY)")
                 test += f" and {row} not in {dx}"
             self.emit_line(f"if not ({test}): continue")
-            self.emit_line("if True:")
-            self.depth += 1
             return
         if not op.key:
             source = f"_chain({table}.rows, {table}.removed)" if old else f"{table}.rows"
@@ -169,7 +164,7 @@ class _Codegen:
                 case AntiJoin():
                     self.antijoin(op)
                 case Filter(op=cmp, left=left, right=right):
-                    self.emit_line(f"if not ({self.expr(left)} {_COMPARE[cmp]} "
+                    self.emit_line(f"if not ({self.expr(left)} {cmp} "
                                    f"{self.expr(right)}): continue")
                 case Let(var=var, expr=expr):
                     self.emit_line(f"v_{var} = {self.expr(expr)}")

@@ -7,7 +7,7 @@ Per stratum (its inputs, lower strata and this step's input changes, are complet
   C. rederivation: removed tuples that still have a derivation come back;
   D. insertion: semi-naive from the new tuples (and from tuples that left a negated relation).
 Deferred rules (buffered writes, deletes, remote heads) then run once on what is new in the
-step. Nothing here knows about time, queues or listeners (runtime/timestep.py does).
+step. Nothing here knows about time, queues or listeners (runtime/engine.py does).
 """
 
 from __future__ import annotations
@@ -28,15 +28,16 @@ from runtime.store import Row, Table
 
 
 class EvaluationError(Exception):
-    """A rule failed while evaluating: carries the rule and its binding."""
+    """A rule failed while evaluating: carries the runtime error code (E301 evaluation, E302
+    division by zero, E303 key conflict), the rule and its binding."""
 
-    def __init__(self, rule: RuleInfo, message: str, binding: dict[str, Any] | None = None,
-                 cause: BaseException | None = None):
+    def __init__(self, code: str, rule: RuleInfo, message: str,
+                 binding: dict[str, Any] | None = None):
         super().__init__(message)
+        self.code = code
         self.rule = rule
         self.message = message
         self.binding = binding or {}
-        self.cause = cause
 
 
 @dataclass(slots=True)
@@ -144,7 +145,8 @@ class CompiledRule:
         cause = failure.cause
         message = (str(cause) if isinstance(cause, ZeroDivisionError)
                    else f"{type(cause).__name__}: {cause}")
-        return EvaluationError(self.info, message, failure.binding, cause)
+        code = "E302" if isinstance(cause, ZeroDivisionError) else "E301"
+        return EvaluationError(code, self.info, message, failure.binding)
 
     def run_trigger(self, trigger: Trigger, mode: str, seed: Iterable[Row],
                     emit: Callable, exclude: dict[str, set[Row]] | None = None) -> None:
@@ -178,7 +180,7 @@ class CompiledRule:
                 try:
                     value = aggregate(func, values)
                 except TypeError as error:
-                    raise EvaluationError(self.info, f"TypeError: {error}") from error
+                    raise EvaluationError("E301", self.info, f"TypeError: {error}") from error
                 row = list(key)
                 row.insert(position, value)
                 result[key] = tuple(row)
@@ -316,7 +318,7 @@ class Fixpoint:
             holder = table.holder(row)
             if holder is not None:
                 raise EvaluationError(
-                    rule.info, f"key conflict: derived {format_tuple(table.name, row)} but "
+                    "E303", rule.info, f"key conflict: derived {format_tuple(table.name, row)} but "
                     f"{format_tuple(table.name, holder)} holds the same key")
         table.add(row)
         return True

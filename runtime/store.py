@@ -20,6 +20,28 @@ def index_key(row: Row, cols: tuple[int, ...]) -> Any:
     return tuple(row[c] for c in cols)
 
 
+def _index_rows(idx: dict[Any, set[Row]], cols: tuple[int, ...], rows: Iterable[Row]) -> None:
+    """Add ``rows`` to the index ``idx`` on ``cols`` (a hot loop: one column is special-cased)."""
+    get = idx.get
+    if len(cols) == 1:
+        c = cols[0]
+        for row in rows:
+            k = row[c]
+            bucket = get(k)
+            if bucket is None:
+                idx[k] = {row}
+            else:
+                bucket.add(row)
+    else:
+        for row in rows:
+            k = tuple(row[i] for i in cols)
+            bucket = get(k)
+            if bucket is None:
+                idx[k] = {row}
+            else:
+                bucket.add(row)
+
+
 class Journal:
     """Undo log of one step: a list of inverse operations, replayed backwards on rollback."""
 
@@ -63,13 +85,7 @@ class Table:
         found = self.indexes.get(cols)
         if found is None:
             found = {}
-            for row in self.rows:
-                k = index_key(row, cols)
-                bucket = found.get(k)
-                if bucket is None:
-                    found[k] = {row}
-                else:
-                    bucket.add(row)
+            _index_rows(found, cols, self.rows)
             self.indexes[cols] = found
         return found
 
@@ -85,12 +101,7 @@ class Table:
     def add(self, row: Row) -> None:
         self.rows.add(row)
         for cols, idx in self.indexes.items():
-            k = index_key(row, cols)
-            bucket = idx.get(k)
-            if bucket is None:
-                idx[k] = {row}
-            else:
-                bucket.add(row)
+            _index_rows(idx, cols, (row,))
         if self.event or row not in self.removed:
             self.added.add(row)
         else:
@@ -115,23 +126,7 @@ class Table:
         """Add rows known to be absent, as set operations (the fixpoint's hot path)."""
         self.rows |= new
         for cols, idx in self.indexes.items():
-            if len(cols) == 1:
-                c, get = cols[0], idx.get
-                for row in new:
-                    k = row[c]
-                    bucket = get(k)
-                    if bucket is None:
-                        idx[k] = {row}
-                    else:
-                        bucket.add(row)
-            else:
-                for row in new:
-                    k = tuple(row[i] for i in cols)
-                    bucket = idx.get(k)
-                    if bucket is None:
-                        idx[k] = {row}
-                    else:
-                        bucket.add(row)
+            _index_rows(idx, cols, new)
         back = self.removed & new if (self.removed and not self.event) else None
         if back:
             self.removed -= back
