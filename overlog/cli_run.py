@@ -190,10 +190,9 @@ def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
 
 def _trace(report, err: TextIO) -> None:
     fired = [f"{label} derived {n}" for label, n in report.firings.items() if n]
-    raw = report._raw
-    changes = [f"+{len(rows)} {name}" for name, rows in raw["inserted"].items()]
-    changes += [f"-{len(rows)} {name}" for name, rows in raw["deleted"].items()]
-    changes += [f"{len(rows)} {name} events" for name, rows in raw["events"].items()]
+    changes = [f"+{n} {name}" for name, n in report.counts("inserted").items()]
+    changes += [f"-{n} {name}" for name, n in report.counts("deleted").items()]
+    changes += [f"{n} {name} events" for name, n in report.counts("events").items()]
     print(f"trace: step {report.step} @{report.time:g}: "
           f"{', '.join(fired) or 'no rule fired'}; {', '.join(changes) or 'no changes'}",
           file=err)

@@ -7,6 +7,7 @@ input that made it fail is quarantined (reported, then delivered as
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time as wallclock
@@ -42,7 +43,8 @@ class StepReport:
     time: float
     errors: list[OverlogError] = field(default_factory=list)
     firings: dict[str, int] = field(default_factory=dict)  # rule label -> tuples derived
-    _raw: dict[str, dict[str, set[Row]]] = field(default_factory=lambda: {
+    # kind -> relation -> the rows, as disjoint sets (merged and sorted only when read)
+    _raw: dict[str, dict[str, list[set[Row]]]] = field(default_factory=lambda: {
         "events": {}, "inserted": {}, "deleted": {}}, repr=False)
     _sorted: dict[tuple[str, str], list[Row]] = field(default_factory=dict, repr=False)
 
@@ -50,9 +52,14 @@ class StepReport:
         """Sorted rows of ``relation`` for ``kind`` ("events", "inserted" or "deleted")."""
         found = self._sorted.get((kind, relation))
         if found is None:
-            found = sorted_rows(self._raw[kind].get(relation, ()))
+            found = sorted_rows(itertools.chain.from_iterable(
+                self._raw[kind].get(relation, ())))
             self._sorted[(kind, relation)] = found
         return found
+
+    def counts(self, kind: str) -> dict[str, int]:
+        """How many rows of each relation the step has for ``kind``, without sorting."""
+        return {name: sum(map(len, parts)) for name, parts in self._raw[kind].items()}
 
     def _all(self, kind: str) -> dict[str, list[Row]]:
         return {name: self.rows(kind, name) for name in self._raw[kind]}
@@ -431,12 +438,13 @@ class Engine:
         for name, table in self.tables.items():
             if table.event:
                 if table.rows:
-                    raw["events"][name] = table.rows
+                    raw["events"][name] = [table.rows]
             else:
-                if table.added:
-                    raw["inserted"][name] = table.added
+                added = table.added_parts()
+                if added:
+                    raw["inserted"][name] = added
                 if table.removed:
-                    raw["deleted"][name] = table.removed
+                    raw["deleted"][name] = [table.removed]
 
     def _post_listeners(self, report: StepReport) -> None:
         for listener in self.listeners:

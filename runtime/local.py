@@ -5,7 +5,8 @@ each seed tuple (a driver row, or the values of the pre-bound variables) it call
 ``emit(head_row)`` once per binding; joins marked ``old`` skip the rows in
 ``exclude[relation]`` (the current delta). ``mode="delete"`` reads every table as it was
 before the step's removals (rows plus removed rows) and ignores anti-joins: the
-over-approximation DRed's over-deletion phase needs.
+over-approximation DRed's over-deletion phase needs. With ``novel=relation``, only head rows
+not already in that relation are emitted (semi-naive insertion into a set-semantics table).
 """
 
 from __future__ import annotations
@@ -34,19 +35,26 @@ class PlanFailure(Exception):
 
 
 class _Codegen:
-    def __init__(self, plan: Plan, tables: dict[str, Table], mode: str) -> None:
+    """Writes a plan as the source of one Python function. Rows are unpacked into locals;
+    index lookups are set up once, before the loops."""
+
+    def __init__(self, plan: Plan, tables: dict[str, Table], mode: str,
+                 novel: str | None) -> None:
         self.plan = plan
+        self.novel = novel
         self.tables = tables
-        self.mode = mode
+        self.deleting = mode == "delete"
         self.namespace: dict[str, Any] = {
             "EMPTY": EMPTY, "NOTHING": {}, "_div": divide, "_mod": remainder, "INF": math.inf,
             "_chain": itertools.chain, "_index_of": _index_of, "PlanFailure": PlanFailure,
         }
-        self.prologue: list[str] = []
+        self.prologue: list[str] = []  # set-up lines of the locals, before the loops
+        self.locals: dict[tuple, str] = {}
         self.lines: list[str] = []
-        self.depth = 2
+        self.depth = 0
         self.counter = 0
         self.indexes: list[tuple[str, tuple[int, ...]]] = []
+        self.checked = False  # writing the variant that skips excluded (delta) rows
 
     def name(self, prefix: str) -> str:
         self.counter += 1
@@ -61,6 +69,31 @@ class _Codegen:
         name = f"t_{relation}"
         self.namespace[name] = self.tables[relation]
         return name
+
+    def local(self, what: tuple, prefix: str, initializer: str) -> str:
+        """The local set up in the prologue for ``what`` (one per distinct ``what``)."""
+        name = self.locals.get(what)
+        if name is None:
+            name = self.locals[what] = self.name(prefix)
+            self.prologue.append(f"    {name} = {initializer}")
+        return name
+
+    def rows(self, relation: str, version: str = "rows") -> str:
+        """A local bound to the table's ``rows`` (or ``removed``) set: updated in place."""
+        return self.local((version, relation), version,
+                          f"{self.table(relation)}.{version}")
+
+    def index(self, relation: str, key: tuple[int, ...]) -> str:
+        self.indexes.append((relation, key))
+        return self.local(("index", relation, key), "ix",
+                          f"{self.table(relation)}.index({key!r})")
+
+    def removed_index(self, relation: str, key: tuple[int, ...]) -> str:
+        return self.local(("removed index", relation, key), "rx",
+                          f"_index_of({self.table(relation)}.removed, {key!r})")
+
+    def excluded(self, relation: str) -> str:
+        return self.local(("excluded", relation), "dx", f"exclude.get({relation!r}, EMPTY)")
 
     def expr(self, term: s.Term) -> str:
         match term:
@@ -82,79 +115,88 @@ class _Codegen:
             case s.Call(name=name, args=args):
                 return f"F_{name}({', '.join(self.expr(a) for a in args)})"
             case s.ListExpr(items=items):
-                return "(" + "".join(f"{self.expr(i)}, " for i in items) + ")"
+                return self.tuple_expr(items)
         raise TypeError(f"cannot evaluate {term!r}")
+
+    def tuple_expr(self, terms) -> str:
+        return "(" + "".join(f"{self.expr(t)}, " for t in terms) + ")"
+
+    def key_expr(self, terms) -> str:
+        return self.expr(terms[0]) if len(terms) == 1 else self.tuple_expr(terms)
 
     def emit_line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
-    def binds_and_checks(self, row: str, binds, checks) -> None:
+    def open_loop(self, source: str, arity: int, binds, checks, row: str | None) -> None:
+        """``for`` over the rows of ``source``, unpacked into the bound variables; ``row``
+        names the whole row when the loop needs it (to skip excluded rows)."""
+        names = [f"_u{self.depth}_{c}" for c in range(arity)]
         for column, var in binds:
-            self.emit_line(f"v_{var} = {row}[{column}]")
+            names[column] = f"v_{var}"
+        target = "(" + "".join(f"{n}, " for n in names) + ")"
+        if row is None:
+            self.emit_line(f"for {target} in {source}:")
+            self.depth += 1
+        else:
+            self.emit_line(f"for {row} in {source}:")
+            self.depth += 1
+            self.emit_line(f"if {row} in {self.excluded(self.relation_of[row])}: continue")
+            self.emit_line(f"{target} = {row}")
         for column, term in checks:
-            self.emit_line(f"if {row}[{column}] != {self.expr(term)}: continue")
+            self.emit_line(f"if {names[column]} != {self.expr(term)}: continue")
 
     def scan(self, op: Scan) -> None:
-        self.emit_line("for r0 in seed:")
-        self.depth += 1
-        self.binds_and_checks("r0", op.binds, op.checks)
-
-    def key_expr(self, terms) -> str:
-        if len(terms) == 1:
-            return self.expr(terms[0])
-        return "(" + "".join(f"{self.expr(t)}, " for t in terms) + ")"
+        arity = self.tables[op.relation].arity if op.relation else len(op.binds)
+        self.open_loop("seed", arity, op.binds, op.checks, None)
 
     def join(self, op: Join) -> None:
-        table = self.table(op.relation)
         arity = self.tables[op.relation].arity
-        row = self.name("r")
-        old = self.mode == "delete"
-        if len(op.key) == arity and op.key == tuple(range(arity)):
-            key = "(" + "".join(f"{self.expr(t)}, " for t in op.key_terms) + ")"
-            test = f"{key} in {table}.rows" + (f" or {key} in {table}.removed" if old else "")
-            self.emit_line(f"{row} = {key}")
-            if op.old and not old:
-                dx = self.name("dx")
-                self.prologue.append(f"{dx} = exclude.get({op.relation!r}, EMPTY)")
-                test += f" and {row} not in {dx}"
-            self.emit_line(f"if not ({test}): continue")
+        skip = op.old and self.checked
+        if op.key == tuple(range(arity)):  # every column bound: a membership test
+            rows = self.rows(op.relation)
+            key = self.tuple_expr(op.key_terms)
+            if self.deleting:
+                removed = self.rows(op.relation, "removed")
+                self.emit_line(f"if not ({key} in {rows} or {key} in {removed}): continue")
+            elif skip:
+                self.emit_line(f"_r = {key}")
+                self.emit_line(f"if _r not in {rows} or _r in "
+                               f"{self.excluded(op.relation)}: continue")
+            else:
+                self.emit_line(f"if {key} not in {rows}: continue")
             return
         if not op.key:
-            source = f"_chain({table}.rows, {table}.removed)" if old else f"{table}.rows"
+            rows = self.rows(op.relation)
+            source = f"_chain({rows}, {self.rows(op.relation, 'removed')})" \
+                if self.deleting else rows
         else:
-            ix = self.name("ix")
-            self.prologue.append(f"{ix} = {table}.index({op.key!r})")
-            self.indexes.append((op.relation, op.key))
-            source = f"{ix}.get({self.key_expr(op.key_terms)}, EMPTY)"
-            if old:
-                rx = self.name("rx")
-                self.prologue.append(f"{rx} = _index_of({table}.removed, {op.key!r})")
-                source = f"_chain({source}, {rx}.get({self.key_expr(op.key_terms)}, EMPTY))"
-        self.emit_line(f"for {row} in {source}:")
-        self.depth += 1
-        if op.old and not old:
-            dx = self.name("dx")
-            self.prologue.append(f"{dx} = exclude.get({op.relation!r}, EMPTY)")
-            self.emit_line(f"if {row} in {dx}: continue")
-        self.binds_and_checks(row, op.binds, op.checks)
+            key = self.key_expr(op.key_terms)
+            source = f"{self.index(op.relation, op.key)}.get({key}, EMPTY)"
+            if self.deleting:
+                rx = self.removed_index(op.relation, op.key)
+                source = f"_chain({source}, {rx}.get({key}, EMPTY))"
+        row = None
+        if skip:
+            row = self.name("r")
+            self.relation_of[row] = op.relation
+        self.open_loop(source, arity, op.binds, op.checks, row)
 
     def antijoin(self, op: AntiJoin) -> None:
-        if self.mode == "delete":
+        if self.deleting:
             return
-        table = self.table(op.relation)
+        rows = self.rows(op.relation)
         arity = self.tables[op.relation].arity
         if op.key == tuple(range(arity)):
-            key = "(" + "".join(f"{self.expr(t)}, " for t in op.key_terms) + ")"
-            self.emit_line(f"if {key} in {table}.rows: continue")
+            self.emit_line(f"if {self.tuple_expr(op.key_terms)} in {rows}: continue")
         elif not op.key:
-            self.emit_line(f"if {table}.rows: continue")
+            self.emit_line(f"if {rows}: continue")
         else:
-            ix = self.name("ix")
-            self.prologue.append(f"{ix} = {table}.index({op.key!r})")
-            self.indexes.append((op.relation, op.key))
+            ix = self.index(op.relation, op.key)
             self.emit_line(f"if {self.key_expr(op.key_terms)} in {ix}: continue")
 
-    def build(self) -> str:
+    def body(self, checked: bool, depth: int) -> list[str]:
+        self.lines, self.depth, self.checked = [], depth, checked
+        self.relation_of: dict[str, str] = {}
         for op in self.plan.operators:
             match op:
                 case Scan():
@@ -168,14 +210,28 @@ class _Codegen:
                                    f"{self.expr(right)}): continue")
                 case Let(var=var, expr=expr):
                     self.emit_line(f"v_{var} = {self.expr(expr)}")
-        head = "(" + "".join(f"{self.expr(t)}, " for t in self.plan.head) + ")"
-        self.emit_line(f"emit({head})")
-        body = "\n".join(self.lines)
-        prologue = "\n".join("    " + line for line in self.prologue)
-        return (f"def run(seed, emit, exclude=NOTHING):\n{prologue}\n    try:\n{body}\n"
-                "    except Exception as _e:\n"
-                "        _b = {k[2:]: v for k, v in locals().items() if k.startswith('v_')}\n"
-                "        raise PlanFailure(_e, _b) from _e\n")
+        head = self.tuple_expr(self.plan.head)
+        if self.novel is None:
+            self.emit_line(f"emit({head})")
+        else:
+            self.emit_line(f"_h = {head}")
+            self.emit_line(f"if _h not in {self.rows(self.novel)}: emit(_h)")
+        return self.lines
+
+    def build(self) -> str:
+        old = sorted({op.relation for op in self.plan.operators
+                      if isinstance(op, Join) and op.old}) if not self.deleting else []
+        if old:  # two variants: skip the excluded rows only when there are any
+            test = " or ".join(self.excluded(r) for r in old)
+            body = [f"        if {test}:", *self.body(True, 3), "        else:",
+                    *self.body(False, 3)]
+        else:
+            body = self.body(False, 2)
+        return "\n".join([
+            "def run(seed, emit, exclude=NOTHING):", *self.prologue, "    try:", *body,
+            "    except Exception as _e:",
+            "        _b = {k[2:]: v for k, v in locals().items() if k.startswith('v_')}",
+            "        raise PlanFailure(_e, _b) from _e", ""])
 
 
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
@@ -186,8 +242,8 @@ def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
 
 
 def compile_plan(plan: Plan, tables: dict[str, Table], functions: dict[str, Callable],
-                 mode: str = "insert") -> Runner:
-    gen = _Codegen(plan, tables, mode)
+                 mode: str = "insert", novel: str | None = None) -> Runner:
+    gen = _Codegen(plan, tables, mode, novel)
     source = gen.build()
     for relation, cols in gen.indexes:  # create them now: maintained from the start
         tables[relation].index(cols)

@@ -60,13 +60,18 @@ class CompiledRule:
         self.head_event = rule.head.event
         self.aggregate = plans.aggregate
         self.group = plans.group
+        # insertion into a set-semantics table needs only the rows it lacks: the plans
+        # test that themselves (buffered writes and aggregates see every row)
+        self.novel_only = (not info.deferred and self.aggregate is None
+                           and not tables[self.head].keyed)
+        novel = self.head if self.novel_only else None
         self.triggers: list[Trigger] = []
         for plan in plans.triggers:
             kind, _, position = plan.driver.partition(":")
             literal = rule.body[int(position)]
             atom = literal if isinstance(literal, s.Atom) else literal.atom  # type: ignore
             self.triggers.append(Trigger(
-                kind, atom.name, compile_plan(plan, tables, functions, "insert"),
+                kind, atom.name, compile_plan(plan, tables, functions, "insert", novel),
                 compile_plan(plan, tables, functions, "delete")))
         self.full = compile_plan(plans.full, tables, functions, "insert")
         # How to pre-bind the full plan's variables from a head row (rederivation, groups).
@@ -246,7 +251,7 @@ class Fixpoint:
 
     def _snapshot(self, rules: list[CompiledRule]) -> tuple[dict, dict]:
         reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
-        plus = {name: set(self.tables[name].added) for name in reads}
+        plus = {name: set().union(*self.tables[name].added_parts()) for name in reads}
         minus = {name: set(self.tables[name].removed) for name in reads}
         return plus, minus
 
@@ -259,7 +264,7 @@ class Fixpoint:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
             for name in {r.head for r in aggregates}:
-                plus[name] = set(self.tables[name].added)
+                plus[name] = set().union(*self.tables[name].added_parts())
                 minus[name] = set(self.tables[name].removed)
         overdeleted = self._overdelete(views, plus, minus)
         rederived = self._rederive(views, overdeleted)
@@ -384,18 +389,21 @@ class Fixpoint:
             first = False
             delta = {}
             for rule, rows in found.items():
-                self.firings[rule.info.label] += len(rows)
                 table = self.tables[rule.head]
                 if table.keyed:
                     for row in rows:
                         if self._add_derived(rule, table, row):
+                            self.firings[rule.info.label] += 1
                             delta.setdefault(rule.head, set()).add(row)
                     continue
-                new = rows - table.rows
+                # another rule may have added some of these rows in this round
+                new = rows if rule.novel_only and rule.head not in delta else \
+                    rows - table.rows
+                self.firings[rule.info.label] += len(new)
                 if new:
-                    table.add_new(new)
+                    table.add_new(new)  # journals ``new``: not to be mutated from here on
                     if rule.head in delta:
-                        delta[rule.head] |= new
+                        delta[rule.head] = delta[rule.head] | new
                     else:
                         delta[rule.head] = new
             if not delta:

@@ -6,6 +6,7 @@ Every mutation goes through ``Table.add`` / ``Table.remove`` (and ``assert_row``
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,26 +21,49 @@ def index_key(row: Row, cols: tuple[int, ...]) -> Any:
     return tuple(row[c] for c in cols)
 
 
-def _index_rows(idx: dict[Any, set[Row]], cols: tuple[int, ...], rows: Iterable[Row]) -> None:
-    """Add ``rows`` to the index ``idx`` on ``cols`` (a hot loop: one column is special-cased)."""
-    get = idx.get
+class _SetBucket(set):
+    """An index bucket that rows have been removed from: a set (O(1) removal) that also
+    takes ``append``, like the list buckets new rows go to."""
+
+    __slots__ = ()
+    append = set.add
+
+
+_SMALL_BUCKET = 8  # list buckets up to this size remove by scanning; larger become sets
+
+
+def _key_source(cols: tuple[int, ...]) -> str:
     if len(cols) == 1:
-        c = cols[0]
-        for row in rows:
-            k = row[c]
-            bucket = get(k)
-            if bucket is None:
-                idx[k] = {row}
-            else:
-                bucket.add(row)
+        return f"row[{cols[0]}]"
+    return "(" + "".join(f"row[{c}], " for c in cols) + ")"
+
+
+def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Row]], None]:
+    """A function adding rows to all of a table's indexes in one pass (a hot loop: the
+    bucket lookups are inlined per index)."""
+    if not indexes:
+        return lambda rows: None
+    names = {f"ix{i}": idx for i, idx in enumerate(indexes.values())}
+    lines = ["def add_rows(rows):", "    for row in rows:"]
+    lines += [f"        ix{i}[{_key_source(cols)}].append(row)"
+              for i, cols in enumerate(indexes)]
+    namespace = dict(names)
+    exec("\n".join(lines), namespace)
+    return namespace["add_rows"]
+
+
+def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
+    bucket = idx[key]
+    if len(bucket) == 1:
+        del idx[key]
+    elif bucket.__class__ is list:
+        if len(bucket) <= _SMALL_BUCKET:
+            bucket.remove(row)
+        else:
+            idx[key] = bucket = _SetBucket(bucket)
+            bucket.discard(row)
     else:
-        for row in rows:
-            k = tuple(row[i] for i in cols)
-            bucket = get(k)
-            if bucket is None:
-                idx[k] = {row}
-            else:
-                bucket.add(row)
+        bucket.discard(row)
 
 
 class Journal:
@@ -70,8 +94,14 @@ class Table:
         self.keyed = not event and len(keys) < arity
         self.rows: set[Row] = set()
         self.asserted: set[Row] = set()
-        self.indexes: dict[tuple[int, ...], dict[Any, set[Row]]] = {}
-        self.added: set[Row] = set()  # net changes of the current step
+        # index columns -> key -> bucket of rows (a list, or a _SetBucket once rows were
+        # removed from a large one); rows are only ever added when absent, so lists are sets
+        self.indexes: dict[tuple[int, ...], defaultdict[Any, list[Row]]] = {}
+        self._index_rows = _make_indexer(self.indexes)
+        # net changes of the current step: insertions are kept as the single rows added
+        # plus the batches of the fixpoint's rounds, merged only when read (``added``)
+        self._added: set[Row] = set()
+        self._batches: list[set[Row]] = []
         self.removed: set[Row] = set()
         self.journal = journal
         if self.keyed:
@@ -80,14 +110,32 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.name}, {len(self.rows)} rows)"
 
-    def index(self, cols: tuple[int, ...]) -> dict[Any, set[Row]]:
-        """The hash index on ``cols``, built on first use and maintained afterwards."""
+    def index(self, cols: tuple[int, ...]) -> dict[Any, list[Row]]:
+        """The hash index on ``cols``, built on first use and maintained afterwards. Read it
+        with ``get`` (a missing key must not create an empty bucket)."""
         found = self.indexes.get(cols)
         if found is None:
-            found = {}
-            _index_rows(found, cols, self.rows)
+            found = defaultdict(list)
+            _make_indexer({cols: found})(self.rows)
             self.indexes[cols] = found
+            self._index_rows = _make_indexer(self.indexes)
         return found
+
+    @property
+    def added(self) -> set[Row]:
+        """The rows added in the current step (and not removed since)."""
+        if self._batches:
+            self._merge_batches()
+        return self._added
+
+    def added_parts(self) -> list[set[Row]]:
+        """``added`` as disjoint sets, without merging them."""
+        return [part for part in (self._added, *self._batches) if part]
+
+    def _merge_batches(self) -> None:
+        for batch in self._batches:
+            self._added |= batch
+        self._batches = []
 
     def holder(self, row: Row) -> Row | None:
         """The visible row holding ``row``'s key, if the table is keyed."""
@@ -100,10 +148,9 @@ class Table:
 
     def add(self, row: Row) -> None:
         self.rows.add(row)
-        for cols, idx in self.indexes.items():
-            _index_rows(idx, cols, (row,))
+        self._index_rows((row,))
         if self.event or row not in self.removed:
-            self.added.add(row)
+            self._added.add(row)
         else:
             self.removed.discard(row)
         self.journal.entries.append((self.remove, row))
@@ -111,33 +158,41 @@ class Table:
     def remove(self, row: Row) -> None:
         self.rows.discard(row)
         for cols, idx in self.indexes.items():
-            k = index_key(row, cols)
-            bucket = idx[k]
-            bucket.discard(row)
-            if not bucket:
-                del idx[k]
-        if self.event or row in self.added:
-            self.added.discard(row)
-        else:
+            _unindex(idx, index_key(row, cols), row)
+        if row in self._added:
+            self._added.discard(row)
+        elif self._batches and any(row in batch for batch in self._batches):
+            self._merge_batches()
+            self._added.discard(row)
+        elif not self.event:  # an event table's rows are all added in the step
             self.removed.add(row)
         self.journal.entries.append((self.add, row))
 
     def add_new(self, new: set[Row]) -> None:
         """Add rows known to be absent, as set operations (the fixpoint's hot path)."""
         self.rows |= new
-        for cols, idx in self.indexes.items():
-            _index_rows(idx, cols, new)
+        self._index_rows(new)
         back = self.removed & new if (self.removed and not self.event) else None
+        batch = new
         if back:
             self.removed -= back
-            self.added |= new - back
-        else:
-            self.added |= new
-        self.journal.entries.append((self._remove_each, new))
+            batch = new - back
+        if batch:
+            self._batches.append(batch)
+        self.journal.entries.append((self._undo_add_new, (new, batch, back)))
 
-    def _remove_each(self, rows: Iterable[Row]) -> None:
-        for row in rows:
-            self.remove(row)
+    def _undo_add_new(self, args: tuple[set[Row], set[Row], set[Row] | None]) -> None:
+        new, batch, back = args
+        self.rows -= new
+        for cols, idx in self.indexes.items():
+            for row in new:
+                _unindex(idx, index_key(row, cols), row)
+        if self._batches and self._batches[-1] is batch:
+            self._batches.pop()
+        else:  # rows of the batch were removed since (which merged the batches)
+            self._added -= batch
+        if back:
+            self.removed |= back
 
     def assert_row(self, row: Row) -> None:
         self.asserted.add(row)
@@ -149,7 +204,8 @@ class Table:
 
     def clear_step(self) -> None:
         """Forget the net changes of the last step (not journaled: done between steps)."""
-        self.added = set()
+        self._added = set()
+        self._batches = []
         self.removed = set()
 
     def end_events(self) -> None:
@@ -157,5 +213,7 @@ class Table:
         that negate them react), and the table is emptied (not journaled)."""
         self.removed = self.rows
         self.rows = set()
-        self.added = set()
-        self.indexes = {cols: {} for cols in self.indexes}
+        self._added = set()
+        self._batches = []
+        self.indexes = {cols: defaultdict(list) for cols in self.indexes}
+        self._index_rows = _make_indexer(self.indexes)
