@@ -270,7 +270,9 @@ class Fixpoint:
         rederived = self._rederive(views, overdeleted)
         for name, rows in rederived.items():
             plus[name] = plus.get(name, set()) | rows
-        self._insert(views + events, plus, minus)
+        self._insert(views, plus, minus)
+        if events:  # they fire on what is new in the step: rederived rows are not
+            self._insert(events, *self._snapshot(events))
 
     def _aggregate(self, rule: CompiledRule, plus: dict, minus: dict) -> None:
         touched: set[tuple] = set()

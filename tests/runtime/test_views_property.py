@@ -7,9 +7,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from overlog import syntax as s
 from overlog.errors import CompileError
 from runtime.engine import Engine
-from tests.runtime.reference import closure
+from tests.runtime.reference import bindings, closure, value
 
 # Rule templates over base relations a/2 and b/2 (k/2 keyed on its first field), ordered so
 # that any subset is stratifiable.
@@ -76,3 +77,49 @@ def test_views_match_reference(rules: list[str], batches) -> None:
         for name, relation in engine.checked.relations.items():
             if not relation.event:
                 assert set(engine.rows(name)) == reference[name], name
+
+
+# Event heads over views (no wildcards, no negation: a binding names its body tuples).
+EVENT_TEMPLATES = [
+    "e[X, Z] :- p(X, Y), p(Y, Z).",
+    "e[X, Y] :- q(X, Y), r(X).",
+    "e[X, C] :- m(X, C).",
+    "e[X, Y] :- a(X, Y), p(Y, X).",
+]
+
+
+def _new_combinations(rule: s.Rule, old: dict[str, set], new: dict[str, set]) -> set[tuple]:
+    """Head rows of the bindings over ``new`` with at least one body tuple not in ``old``."""
+    atoms = [lit for lit in rule.body if isinstance(lit, s.Atom)]
+    fired = set()
+    for b in bindings(list(rule.body), {}, new):
+        tuples = [(a.name, tuple(value(t, b) for t in a.args)) for a in atoms]
+        if any(row not in old[name] for name, row in tuples):
+            fired.add(tuple(value(t, b) for t in rule.head.args))
+    return fired
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TEMPLATES), min_size=1, max_size=6, unique=True),
+       st.lists(st.sampled_from(EVENT_TEMPLATES), min_size=1, max_size=2, unique=True),
+       operations)
+def test_event_heads_fire_on_new_combinations(rules, event_rules, batches) -> None:
+    try:
+        engine = Engine(DECLS + "\n".join(rules + event_rules))
+    except CompileError:
+        assume(False)
+        return
+    base = {"a": {(0, 0): (0, 0)}, "b": {(0, 0): (0, 0)}, "k": {(0,): (0, 0)}}
+    engine.run()
+    old = closure(engine.checked, {n: set(t.values()) for n, t in base.items()})
+    parsed = [r.rule for r in engine.checked.rules if r.rule.head.name == "e"]
+    for batch in batches:
+        for op, relation, row in batch:
+            getattr(engine, op)(relation, row)
+            _expected_base(base, op, relation, row)
+        reports = engine.run()
+        assert len(reports) == 1
+        new = closure(engine.checked, {n: set(t.values()) for n, t in base.items()})
+        expected = set().union(*(_new_combinations(r, old, new) for r in parsed))
+        assert set(reports[0].events.get("e", [])) == expected
+        old = new
