@@ -308,7 +308,8 @@ class Engine:
         try:
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
-            return self._commit(self._fixpoint.run())  # type: ignore[union-attr]
+            return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
+                initial=self.step_count == 1))
         except EvaluationError as error:
             rule = error.rule
             raise _Failure(StepError(

@@ -74,6 +74,11 @@ class CompiledRule:
                 kind, atom.name, compile_plan(plan, tables, functions, "insert", novel),
                 compile_plan(plan, tables, functions, "delete")))
         self.full = compile_plan(plans.full, tables, functions, "insert")
+        # a rule with no positive atom has nothing new to fire it: it fires at the first
+        # step (its one, empty combination is new then), and views follow their negations
+        self.unit = None if any(isinstance(lit, s.Atom) for lit in rule.body) else \
+            compile_plan(plan_variant(info.index, rule, "bound"), tables, functions, "insert",
+                         novel)
         # How to pre-bind the full plan's variables from a head row (rederivation, groups).
         prebound: list[str] = []
         positions: list[int] = []
@@ -175,8 +180,10 @@ class CompiledRule:
         if self.group_is_plain:
             seeds = [tuple(self._group_seed(g)) for g in wanted]
             self.run(self.full, seeds, collect)
+        elif self.unit is not None:  # no positive atom: evaluate the whole rule
+            self.run(self.unit, [()], collect)
         else:  # group columns are expressions: evaluate the whole rule
-            first = self.triggers[0]
+            first = next(t for t in self.triggers if t.kind == "pos")
             self.run_trigger(first, "insert", list(tables[first.relation].rows), collect)
         result = {}
         for key in wanted:
@@ -240,11 +247,14 @@ class Fixpoint:
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
         # head tuples each rule derived in the current step (for --trace); reset per step
         self.firings: Counter = Counter()
+        self.initial = False  # the current step is the first: rules without atoms fire
 
     # -- one step -----------------------------------------------------------------------
 
-    def run(self) -> DeferredOutput:
+    def run(self, initial: bool = False) -> DeferredOutput:
+        """One step's fixpoint and deferred rules; ``initial`` for the engine's first step."""
         self.firings = Counter()
+        self.initial = initial
         for rules in self.strata:
             self._stratum(rules)
         return self._deferred()
@@ -281,6 +291,8 @@ class Fixpoint:
         def touch(row: Row) -> None:
             touched.add(tuple(row[i] for i in group))
 
+        if self.initial and rule.unit is not None:
+            rule.run(rule.unit, [()], touch)
         for trigger in rule.triggers:
             grow, shrink = ((plus, minus) if trigger.kind == "pos" else (minus, plus))
             if grow.get(trigger.relation):
@@ -383,6 +395,8 @@ class Fixpoint:
         while True:
             found: dict[CompiledRule, set[Row]] = defaultdict(set)
             for rule in rules:
+                if first and self.initial and rule.unit is not None:
+                    rule.run(rule.unit, [()], found[rule].add)
                 for trigger in rule.triggers:
                     seed = (delta.get(trigger.relation) if trigger.kind == "pos"
                             else minus.get(trigger.relation) if first else None)
@@ -416,6 +430,8 @@ class Fixpoint:
         for rule in self.deferred:
             rows: list[Row] = []
             new = {t.relation: self.tables[t.relation].added for t in rule.triggers}
+            if self.initial and rule.unit is not None:
+                rule.run(rule.unit, [()], rows.append)
             for trigger in rule.triggers:
                 seed = new[trigger.relation]
                 if seed:

@@ -281,8 +281,11 @@ def _check_body_locations(rule: s.Rule) -> list[Diagnostic]:
 
 
 def _warn_single_use(rule: s.Rule, bound: set[str]) -> list[Diagnostic]:
-    """A bound variable used once in the body is a likely typo (unbound ones are errors)."""
-    in_head = {id(v) for v in s.variables(rule.head)}
+    """A bound variable used once in the body is a likely typo (unbound ones are errors).
+    A location specifier is exempt: `@_` is not allowed, so `@N` is how to write "here"."""
+    exempt = {id(v) for v in s.variables(rule.head)}
+    atoms = [lit.atom if isinstance(lit, s.Negation) else lit for lit in rule.body]
+    exempt |= {id(a.loc) for a in atoms if isinstance(a, s.Atom) and a.locs}
     occurrences: dict[str, list[s.Var]] = {}
     for var in s.variables(rule):
         occurrences.setdefault(var.name, []).append(var)
@@ -291,5 +294,5 @@ def _warn_single_use(rule: s.Rule, bound: set[str]) -> list[Diagnostic]:
                    "intended", uses[0].span, severity="warning")
         for name, uses in occurrences.items()
         if len(uses) == 1 and name in bound and not name.startswith("_")
-        and id(uses[0]) not in in_head
+        and id(uses[0]) not in exempt
     ]

@@ -24,6 +24,7 @@ TEMPLATES = [
     "q(X, Z) :- q(X, Y), q(Y, Z).",
     "r(X) :- q(X, _).",
     "r(X) :- a(X, X).",
+    "r(X) :- X := 2, notin q(X, X).",
     "m(X, count<Y>) :- p(X, Y).",
     "m(X, count<*>) :- b(X, _).",
     "n(X, min<Y>) :- q(X, Y).",
