@@ -162,6 +162,8 @@ class Engine:
         self.undeliverable = 0
         self.outbound: Callable[[str, str, Row], None] | None = None
         self._fixpoint: Fixpoint | None = None
+        self._fires_at_start = any(not any(isinstance(lit, s.Atom) for lit in info.rule.body)
+                                   for info in checked.rules)
         self._load_facts()
         self._install_handlers()
 
@@ -226,8 +228,11 @@ class Engine:
 
     @property
     def idle(self) -> bool:
+        """Nothing to do now: no pending change, no due event, and no rule without positive
+        atoms waiting for the first step to fire it."""
         upcoming = self.next_time()
-        return not self.pending and (upcoming is None or upcoming > self.now)
+        return (not self.pending and (upcoming is None or upcoming > self.now)
+                and (self.step_count > 0 or not self._fires_at_start))
 
     # -- running ------------------------------------------------------------------------
 
