@@ -228,6 +228,9 @@ class DeferredOutput:
 class Fixpoint:
     """Evaluates one checked program over a set of tables, one step at a time."""
 
+    # over-deletion of at most this many rows never switches to evaluating afresh
+    RECOMPUTE_MIN = 1000
+
     def __init__(self, checked: CheckedProgram, tables: dict[str, Table],
                  functions: dict[str, Callable]) -> None:
         self.tables = tables
@@ -277,10 +280,13 @@ class Fixpoint:
                 plus[name] = set().union(*self.tables[name].added_parts())
                 minus[name] = set(self.tables[name].removed)
         overdeleted = self._overdelete(views, plus, minus)
-        rederived = self._rederive(views, overdeleted)
-        for name, rows in rederived.items():
-            plus[name] = plus.get(name, set()) | rows
-        self._insert(views, plus, minus)
+        if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
+            self._insert(views, {}, {}, self._recompute(views))
+        else:
+            rederived = self._rederive(views, overdeleted)
+            for name, rows in rederived.items():
+                plus[name] = plus.get(name, set()) | rows
+            self._insert(views, plus, minus)
         if events:  # they fire on what is new in the step: rederived rows are not
             self._insert(events, *self._snapshot(events))
 
@@ -343,10 +349,15 @@ class Fixpoint:
         return True
 
     def _overdelete(self, views: list[CompiledRule], plus: dict, minus: dict,
-                    ) -> dict[str, set[Row]]:
-        heads = {r.head for r in views}
-        overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads
-                                            if h in self.view_heads}
+                    ) -> dict[str, set[Row]] | None:
+        """DRed's first phase: remove every derived row with a derivation through a removed
+        row (or through a negated row that appeared). Returns what it removed, or None when
+        that grew past a quarter of the stratum's derived rows (in a cycle, over-deletion
+        removes nearly everything; evaluating afresh is then cheaper)."""
+        heads = {r.head for r in views} & self.view_heads
+        overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
+        derived = sum(len(self.tables[h].rows) - len(self.tables[h].asserted) for h in heads)
+        budget = max(self.RECOMPUTE_MIN, derived // 4)
         delta = minus
         first = True
         while True:
@@ -360,18 +371,43 @@ class Fixpoint:
             first = False
             delta = {}
             for name, rows in found.items():
-                table = self.tables[name]
-                kept = self.aggregate_support.get(name, {})
-                gone = set()
-                for row in rows:
-                    if row in table.rows and row not in table.asserted and row not in kept:
-                        table.remove(row)
-                        gone.add(row)
+                gone = self._derived_only(name, set(rows) & self.tables[name].rows)
                 if gone:
+                    self.tables[name].remove_many(gone)
                     overdeleted[name] |= gone
                     delta[name] = gone
+                    budget -= len(gone)
             if not delta:
                 return overdeleted
+            if budget < 0:
+                return None
+
+    def _derived_only(self, name: str, rows: set[Row]) -> set[Row]:
+        """``rows`` without those asserted or supported by an aggregate group."""
+        rows -= self.tables[name].asserted
+        kept = self.aggregate_support.get(name)
+        if kept:
+            rows -= kept.keys()
+        return rows
+
+    def _recompute(self, views: list[CompiledRule]) -> dict[CompiledRule, set[Row]]:
+        """Remove every derived row of the views' heads, and derive anew from the current
+        tables: the first round of a from-scratch evaluation (semi-naive goes on from it)."""
+        for head in {r.head for r in views} & self.view_heads:
+            table = self.tables[head]
+            gone = self._derived_only(head, set(table.rows))
+            if gone:
+                table.remove_many(gone)
+        found: dict[CompiledRule, set[Row]] = defaultdict(set)
+        for rule in views:
+            if rule.unit is not None:
+                rule.run(rule.unit, [()], found[rule].add)
+            # the first positive atom's plan reads every other atom in full
+            first = next((t for t in rule.triggers if t.kind == "pos"), None)
+            if first is not None:
+                rule.run_trigger(first, "insert", list(self.tables[first.relation].rows),
+                                 found[rule].add)
+        return found
 
     def _rederive(self, views: list[CompiledRule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:
@@ -389,19 +425,23 @@ class Fixpoint:
                     rederived.setdefault(rule.head, set()).add(row)
         return rederived
 
-    def _insert(self, rules: list[CompiledRule], plus: dict, minus: dict) -> None:
+    def _insert(self, rules: list[CompiledRule], plus: dict, minus: dict,
+                found: dict[CompiledRule, set[Row]] | None = None) -> None:
+        """Semi-naive insertion from the new rows ``plus`` (and, for views, the rows that
+        left a negated relation, ``minus``); ``found`` replaces the first round."""
         delta = plus
         first = True
         while True:
-            found: dict[CompiledRule, set[Row]] = defaultdict(set)
-            for rule in rules:
-                if first and self.initial and rule.unit is not None:
-                    rule.run(rule.unit, [()], found[rule].add)
-                for trigger in rule.triggers:
-                    seed = (delta.get(trigger.relation) if trigger.kind == "pos"
-                            else minus.get(trigger.relation) if first else None)
-                    if seed:
-                        rule.run_trigger(trigger, "insert", seed, found[rule].add, delta)
+            if found is None:
+                found = defaultdict(set)
+                for rule in rules:
+                    if first and self.initial and rule.unit is not None:
+                        rule.run(rule.unit, [()], found[rule].add)
+                    for trigger in rule.triggers:
+                        seed = (delta.get(trigger.relation) if trigger.kind == "pos"
+                                else minus.get(trigger.relation) if first else None)
+                        if seed:
+                            rule.run_trigger(trigger, "insert", seed, found[rule].add, delta)
             first = False
             delta = {}
             for rule, rows in found.items():
@@ -422,6 +462,7 @@ class Fixpoint:
                         delta[rule.head] = delta[rule.head] | new
                     else:
                         delta[rule.head] = new
+            found = None
             if not delta:
                 return
 

@@ -194,6 +194,37 @@ class Table:
         if back:
             self.removed |= back
 
+    def remove_many(self, gone: set[Row]) -> None:
+        """Remove rows known to be present, as set operations. When most rows go, the rest
+        are copied into a fresh set (a set emptied in place keeps its size, and lookups of
+        absent rows probe through what was removed) and the indexes are rebuilt."""
+        if len(gone) * 2 > len(self.rows):
+            self.rows = self.rows - gone
+        else:
+            self.rows -= gone
+        if len(gone) > len(self.rows):
+            for idx in self.indexes.values():
+                idx.clear()
+            self._index_rows(self.rows)
+        else:
+            for cols, idx in self.indexes.items():
+                for row in gone:
+                    _unindex(idx, index_key(row, cols), row)
+        was_added = gone & self.added if self._added or self._batches else EMPTY
+        if was_added:
+            self._added -= was_added
+        now_removed = EMPTY if self.event else gone - was_added
+        if now_removed:
+            self.removed |= now_removed
+        self.journal.entries.append((self._undo_remove_many, (gone, was_added, now_removed)))
+
+    def _undo_remove_many(self, args: tuple[set[Row], set[Row], set[Row]]) -> None:
+        gone, was_added, now_removed = args
+        self.rows |= gone
+        self._index_rows(gone)
+        self._added |= was_added
+        self.removed -= now_removed
+
     def assert_row(self, row: Row) -> None:
         self.asserted.add(row)
         self.journal.entries.append((self.asserted.discard, row))

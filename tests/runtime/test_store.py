@@ -18,6 +18,7 @@ operations = st.lists(st.one_of(
     st.tuples(st.just("add"), rows),
     st.tuples(st.just("remove"), rows),
     st.tuples(st.just("add_new"), st.sets(rows, max_size=30)),
+    st.tuples(st.just("remove_many"), st.sets(rows, max_size=60)),
 ), max_size=40)
 
 
@@ -44,10 +45,14 @@ def _apply(table: Table, operation: str, arg) -> None:
     elif operation == "remove":
         if arg in table.rows:
             table.remove(arg)
-    else:
+    elif operation == "add_new":
         new = arg - table.rows
         if new:
             table.add_new(new)
+    else:
+        gone = arg & table.rows
+        if gone:
+            table.remove_many(gone)
 
 
 @settings(max_examples=300, deadline=None)
