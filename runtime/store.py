@@ -1,13 +1,16 @@
 """Tables: rows, hash indexes maintained incrementally, assertions, and per-step net changes.
 
-Every mutation goes through ``Table.add`` / ``Table.remove`` (and ``assert_row`` /
-``retract_row``), which keep the indexes, the step's net changes and the undo journal in step.
+Every mutation goes through ``Table.add`` / ``Table.remove``, their batch forms ``add_new`` /
+``remove_many`` (and ``assert_row`` / ``retract_row``), which keep the indexes, the step's net
+changes and the undo journal in step. Rows are only added when absent and removed when
+present: the callers check.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Any
 
 Row = tuple
@@ -22,14 +25,16 @@ def index_key(row: Row, cols: tuple[int, ...]) -> Any:
 
 
 class _SetBucket(set):
-    """An index bucket that rows have been removed from: a set (O(1) removal) that also
-    takes ``append``, like the list buckets new rows go to."""
+    """A large index bucket: a set (O(1) removal) that also takes ``append``, like the list
+    buckets of small ones."""
 
     __slots__ = ()
     append = set.add
 
 
-_SMALL_BUCKET = 8  # list buckets up to this size remove by scanning; larger become sets
+# Buckets are lists (appending is cheaper than hashing a tuple into a set) up to this size,
+# so that removing one row by scanning stays cheap; larger ones become _SetBuckets.
+BIG_BUCKET = 2048
 
 
 def _key_source(cols: tuple[int, ...]) -> str:
@@ -43,11 +48,14 @@ def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Ro
     bucket lookups are inlined per index)."""
     if not indexes:
         return lambda rows: None
-    names = {f"ix{i}": idx for i, idx in enumerate(indexes.values())}
+    namespace: dict[str, Any] = {"_SetBucket": _SetBucket}
     lines = ["def add_rows(rows):", "    for row in rows:"]
-    lines += [f"        ix{i}[{_key_source(cols)}].append(row)"
-              for i, cols in enumerate(indexes)]
-    namespace = dict(names)
+    for i, (cols, idx) in enumerate(indexes.items()):
+        namespace[f"ix{i}"] = idx
+        lines += [f"        b = ix{i}[{_key_source(cols)}]",
+                  "        b.append(row)",
+                  f"        if len(b) > {BIG_BUCKET} and b.__class__ is list:",
+                  f"            ix{i}[{_key_source(cols)}] = _SetBucket(b)"]
     exec("\n".join(lines), namespace)
     return namespace["add_rows"]
 
@@ -56,14 +64,29 @@ def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
     bucket = idx[key]
     if len(bucket) == 1:
         del idx[key]
-    elif bucket.__class__ is list:
-        if len(bucket) <= _SMALL_BUCKET:
-            bucket.remove(row)
-        else:
-            idx[key] = bucket = _SetBucket(bucket)
-            bucket.discard(row)
     else:
-        bucket.discard(row)
+        bucket.remove(row)  # a list scan of at most BIG_BUCKET rows, or a set removal
+
+
+def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
+                  gone: set[Row]) -> None:
+    """Remove rows from an index bucket by bucket: a list bucket is filtered once, not
+    scanned once per row."""
+    by_key: defaultdict[Any, list[Row]] = defaultdict(list)
+    key_of = itemgetter(*cols)  # the bare value for one column, like index_key
+    for row in gone:
+        by_key[key_of(row)].append(row)
+    for key, rows in by_key.items():
+        bucket = idx[key]
+        if len(rows) == len(bucket):
+            del idx[key]
+        elif bucket.__class__ is list:
+            if len(rows) == 1:
+                bucket.remove(rows[0])
+            else:
+                idx[key] = [row for row in bucket if row not in gone]
+        else:
+            bucket.difference_update(rows)
 
 
 class Journal:
@@ -208,8 +231,7 @@ class Table:
             self._index_rows(self.rows)
         else:
             for cols, idx in self.indexes.items():
-                for row in gone:
-                    _unindex(idx, index_key(row, cols), row)
+                _unindex_many(idx, cols, gone)
         was_added = gone & self.added if self._added or self._batches else EMPTY
         if was_added:
             self._added -= was_added

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runtime import store
 from runtime.store import Journal, Table
 
 COLUMNS = ((0,), (1,), (0, 2))
@@ -55,13 +57,19 @@ def _apply(table: Table, operation: str, arg) -> None:
             table.remove_many(gone)
 
 
+@pytest.mark.parametrize("big_bucket", [3, store.BIG_BUCKET])
 @settings(max_examples=300, deadline=None)
 @given(st.sets(rows, max_size=40), operations, operations)
-def test_store_matches_model(initial, step, failing_step) -> None:
+def test_store_matches_model(big_bucket, initial, step, failing_step) -> None:
+    """With ``big_bucket`` 3, most buckets are sets; with the default, lists."""
     journal = Journal()
-    table = Table("t", 3, False, (0, 1, 2), journal)
-    for cols in COLUMNS:
-        table.index(cols)
+    default, store.BIG_BUCKET = store.BIG_BUCKET, big_bucket
+    try:
+        table = Table("t", 3, False, (0, 1, 2), journal)
+        for cols in COLUMNS:
+            table.index(cols)
+    finally:
+        store.BIG_BUCKET = default
     for row in initial:
         table.add(row)
     journal.entries.clear()
@@ -84,13 +92,16 @@ def test_store_matches_model(initial, step, failing_step) -> None:
     _check_indexes(table)
 
 
-def test_large_bucket_becomes_a_set_on_removal() -> None:
+def test_a_bucket_past_the_limit_becomes_a_set() -> None:
     journal = Journal()
     table = Table("t", 2, False, (0, 1), journal)
     index = table.index((0,))
-    table.add_new({(1, i) for i in range(20)})
-    assert type(index[1]) is list
+    table.add_new({(1, i) for i in range(store.BIG_BUCKET)})
+    table.add((2, 0))
+    assert type(index[1]) is list and type(index[2]) is list
+    table.add((1, -1))
+    assert isinstance(index[1], set) and len(index[1]) == store.BIG_BUCKET + 1
     table.remove((1, 5))
-    assert isinstance(index[1], set) and len(index[1]) == 19
-    table.add((1, 5))  # a set bucket still takes new rows
-    assert sorted(index[1]) == [(1, i) for i in range(20)]
+    table.remove_many({(1, 6), (1, 7)})
+    assert sorted(index[1]) == sorted({(1, i) for i in range(-1, store.BIG_BUCKET)}
+                                      - {(1, 5), (1, 6), (1, 7)})
