@@ -42,7 +42,7 @@ class StepReport:
     step: int
     time: float
     errors: list[OverlogError] = field(default_factory=list)
-    firings: dict[str, int] = field(default_factory=dict)  # rule label -> tuples derived
+    firings: dict[str, int] = field(default_factory=dict)  # rule label -> new tuples derived
     # kind -> relation -> the rows, as disjoint sets (merged and sorted only when read)
     _raw: dict[str, dict[str, list[set[Row]]]] = field(default_factory=lambda: {
         "events": {}, "inserted": {}, "deleted": {}}, repr=False)

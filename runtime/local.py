@@ -127,27 +127,29 @@ class _Codegen:
     def emit_line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
-    def open_loop(self, source: str, arity: int, binds, checks, row: str | None) -> None:
-        """``for`` over the rows of ``source``, unpacked into the bound variables; ``row``
-        names the whole row when the loop needs it (to skip excluded rows)."""
+    def open_loop(self, source: str, arity: int, binds, checks,
+                  excluded: str | None = None) -> None:
+        """``for`` over the rows of ``source``, unpacked into the bound variables, skipping
+        the rows in the set named ``excluded``."""
         names = [f"_u{self.depth}_{c}" for c in range(arity)]
         for column, var in binds:
             names[column] = f"v_{var}"
         target = "(" + "".join(f"{n}, " for n in names) + ")"
-        if row is None:
+        if excluded is None:
             self.emit_line(f"for {target} in {source}:")
             self.depth += 1
         else:
+            row = self.name("r")
             self.emit_line(f"for {row} in {source}:")
             self.depth += 1
-            self.emit_line(f"if {row} in {self.excluded(self.relation_of[row])}: continue")
+            self.emit_line(f"if {row} in {excluded}: continue")
             self.emit_line(f"{target} = {row}")
         for column, term in checks:
             self.emit_line(f"if {names[column]} != {self.expr(term)}: continue")
 
     def scan(self, op: Scan) -> None:
         arity = self.tables[op.relation].arity if op.relation else len(op.binds)
-        self.open_loop("seed", arity, op.binds, op.checks, None)
+        self.open_loop("seed", arity, op.binds, op.checks)
 
     def join(self, op: Join) -> None:
         arity = self.tables[op.relation].arity
@@ -175,11 +177,8 @@ class _Codegen:
             if self.deleting:
                 rx = self.removed_index(op.relation, op.key)
                 source = f"_chain({source}, {rx}.get({key}, EMPTY))"
-        row = None
-        if skip:
-            row = self.name("r")
-            self.relation_of[row] = op.relation
-        self.open_loop(source, arity, op.binds, op.checks, row)
+        self.open_loop(source, arity, op.binds, op.checks,
+                       self.excluded(op.relation) if skip else None)
 
     def antijoin(self, op: AntiJoin) -> None:
         if self.deleting:
@@ -196,7 +195,6 @@ class _Codegen:
 
     def body(self, checked: bool, depth: int) -> list[str]:
         self.lines, self.depth, self.checked = [], depth, checked
-        self.relation_of: dict[str, str] = {}
         for op in self.plan.operators:
             match op:
                 case Scan():

@@ -248,7 +248,7 @@ class Fixpoint:
         # rows of each relation supported by aggregate groups (an aggregate row is derived,
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
-        # head tuples each rule derived in the current step (for --trace); reset per step
+        # new head tuples each rule derived in the current step (for --trace); reset per step
         self.firings: Counter = Counter()
         self.initial = False  # the current step is the first: rules without atoms fire
 
