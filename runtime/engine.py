@@ -7,6 +7,7 @@ input that made it fail is quarantined (reported, then delivered as
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import random
@@ -275,19 +276,28 @@ class Engine:
             if table.event:
                 table.end_events()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
-        while True:
-            try:
-                changes, sends = self._attempt(inputs)
-                break
-            except _Failure as failure:
-                self.journal.rollback()
-                culprit, failure = self._culprit(failure, inputs)
-                if culprit is None:  # fails whatever its inputs: drop them all
-                    quarantined += [(i, failure.error) for i in inputs]
-                    inputs = []
-                else:
-                    quarantined.append((culprit, failure.error))
-                    inputs = [i for i in inputs if i is not culprit]
+        # No full garbage collection while the step evaluates. A large step grows the
+        # tracked containers (tables, index buckets) many times over, and the collector
+        # runs a full collection, visiting every row of every table, each time they grow by
+        # a quarter; after the step, one does. Young collections go on as usual.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(thresholds[0], thresholds[1], 2**31 - 1)
+        try:
+            while True:
+                try:
+                    changes, sends = self._attempt(inputs)
+                    break
+                except _Failure as failure:
+                    self.journal.rollback()
+                    culprit, failure = self._culprit(failure, inputs)
+                    if culprit is None:  # fails whatever its inputs: drop them all
+                        quarantined += [(i, failure.error) for i in inputs]
+                        inputs = []
+                    else:
+                        quarantined.append((culprit, failure.error))
+                        inputs = [i for i in inputs if i is not culprit]
+        finally:
+            gc.set_threshold(*thresholds)
         self.journal.entries.clear()
         report.firings = dict(self._fixpoint.firings)
         self.pending += changes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import overlog
@@ -109,6 +111,15 @@ def test_failed_step_rolls_back_and_quarantines_only_the_bad_input() -> None:
     eng.run()
     assert eng.rows("r") == [(9, 3, 3), (10, 2, 5)]
     assert errors == [(1, "calc", (1, 0), "division by zero")]
+
+
+def test_a_step_leaves_the_garbage_collector_as_it_found_it() -> None:
+    eng = Engine("r(X, Y, Q) :- calc[X, Y], Q := X / Y.\n")
+    before = gc.get_threshold()
+    eng.generate_event("calc", (1, 0))
+    eng.generate_event("calc", (2, 1))
+    assert [e.code for e in eng.step().errors] == ["E302"]  # failed, rolled back, re-run
+    assert gc.get_threshold() == before
 
 
 def test_type_error_names_rule_and_binding() -> None:
