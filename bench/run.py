@@ -206,7 +206,68 @@ def report(results: dict, args: argparse.Namespace) -> str:
                     and "seconds" in result and base.get("seconds")):
                 ratio = f"{result['seconds'] / base['seconds']:.2f}x"
             lines.append(f"| {case} | {system} | {_cell(result)} | {ratio} |")
+    lines += ["", "## Targets", "", "The performance targets of issue 3, from the table above.",
+              "", "| target | measured | met |", "| --- | --- | --- |"]
+    lines += [f"| {target} | {measured} | {met} |" for target, measured, met in
+              targets(results, args.timeout)]
     return "\n".join(lines) + "\n"
+
+
+def _find(results: dict, prefix: str) -> dict:
+    return next((systems for case, systems in results.items() if case.startswith(prefix)), {})
+
+
+def _seconds(result: dict | str | None) -> float | None:
+    return result["seconds"] if isinstance(result, dict) else None
+
+
+def targets(results: dict, timeout: float) -> list[tuple[str, str, str]]:
+    """(target, measured, met) for each target that the results can judge."""
+    rows = []
+
+    def judge(target: str, measured: str, ok: bool | None) -> None:
+        rows.append((target, measured, "n/a" if ok is None else "yes" if ok else "**no**"))
+
+    for prefix in ("tc chain", "tc random", "same generation"):
+        systems = _find(results, prefix)
+        ours = _seconds(systems.get("overlog"))
+        if ours is None:
+            continue
+        floor = _seconds(systems.get("python floor"))
+        if floor is not None:
+            judge(f"{prefix}: at most 1.5x the python floor", f"{ours / floor:.2f}x",
+                  ours / floor <= 1.5)
+        peer = systems.get("pyDatalog")
+        if isinstance(peer, dict):
+            judge(f"{prefix}: at least 30x faster than pyDatalog",
+                  f"{peer['seconds'] / ours:.0f}x", peer["seconds"] / ours >= 30)
+        elif isinstance(peer, str) and "timed out" in peer:
+            judge(f"{prefix}: at least 30x faster than pyDatalog",
+                  f"> {timeout / ours:.0f}x (pyDatalog timed out)",
+                  True if timeout / ours >= 30 else None)
+    scratch = _seconds(_find(results, "closure of a tree").get("overlog"))
+    for prefix, what in (("tree (depth", "insert one edge"), ("tree (depth", "delete one")):
+        case = next((c for c in results if c.startswith(prefix) and what in c), None)
+        step = _seconds(results.get(case, {}).get("overlog")) if case else None
+        if scratch and step is not None:
+            judge(f"{case}: under 1% of the closure from scratch",
+                  f"{100 * step / scratch:.3f}%", step / scratch < 0.01)
+    ring_cases = [c for c in results if c.startswith("ring")]
+    if len(ring_cases) == 2:
+        built, cut = (_seconds(results[c].get("overlog")) for c in ring_cases)
+        if built and cut is not None:
+            judge(f"{ring_cases[1]} (reported, no target)",
+                  f"{cut / built:.1f}x the closure from scratch", None)
+    batch = _find(results, "events, 1000").get("overlog")
+    if isinstance(batch, dict):
+        judge("events in steps of 1,000: at least 100,000 events/s",
+              f"{batch['events_per_second']:,.0f} events/s",
+              batch["events_per_second"] >= 100_000)
+    single = _find(results, "events, 1 per").get("overlog")
+    if isinstance(single, dict):
+        judge("a one-event step: median under 50 µs", f"{single['median_step_us']:.0f} µs",
+              single["median_step_us"] < 50)
+    return rows
 
 
 if __name__ == "__main__":
