@@ -55,6 +55,22 @@ def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, i
     return time.perf_counter() - start, len(engine.tables["reach"].rows)
 
 
+def _failing_step(edges: list[tuple]) -> tuple[float, int]:
+    """Seconds for a step that computes a closure and fails on one bad event: the step is
+    rolled back, the culprit found by re-running it on prefixes of its inputs, and run
+    again without it."""
+    from runtime.engine import Engine
+
+    engine = Engine(workloads.TC + "bad(Q) :- boom[X], Q := 1 / X.\n")
+    for row in edges:
+        engine.insert("link", row)
+    engine.generate_event("boom", (0,))
+    start = time.perf_counter()
+    report = engine.step()
+    assert [e.code for e in report.errors] == ["E302"]
+    return time.perf_counter() - start, len(engine.tables["reach"].rows)
+
+
 def _events(batch: int, steps: int) -> dict:
     from runtime.engine import Engine
 
@@ -121,6 +137,8 @@ def cases(quick: bool) -> dict[str, dict]:
             "overlog": lambda: _overlog(workloads.TC, "reach", {"link": ring})},
         f"ring {ring_n}: delete one edge (DRed's worst case)": {
             "overlog": lambda: _incremental(ring, "delete", ring[0])},
+        f"failing step: tc chain {n_chain} and one bad event (roll back, find it, re-run)": {
+            "overlog": lambda: _failing_step(chain_edges)},
         "events, 1 per step": {"overlog": lambda: _events(1, 2000 if quick else 20000)},
         "events, 1000 per step": {"overlog": lambda: _events(1000, 20 if quick else 200)},
     }

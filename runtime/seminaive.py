@@ -165,8 +165,13 @@ class CompiledRule:
         except PlanFailure as failure:
             raise self.failure(failure) from failure.cause
 
-    def seed_of(self, row: Row) -> tuple:
-        return tuple(row[i] for i in self.seed_positions)
+    def seeds_of(self, rows: set[Row]) -> Iterable[tuple]:
+        """The full plan's pre-bound values for each head row (the rows themselves when
+        the head is distinct variables in order)."""
+        positions = self.seed_positions
+        if positions == tuple(range(len(self.info.rule.head.args))):
+            return rows
+        return {tuple(row[i] for i in positions) for row in rows}
 
     def evaluate_groups(self, groups: Iterable[tuple], tables: dict[str, Table]) -> dict:
         """Group key -> aggregated head row, over all current bindings of those groups."""
@@ -418,7 +423,7 @@ class Fixpoint:
                 continue
             table = self.tables[rule.head]
             back: list[Row] = []
-            rule.run(rule.full, {rule.seed_of(row) for row in candidates}, back.append)
+            rule.run(rule.full, rule.seeds_of(candidates), back.append)
             for row in back:
                 if row in candidates and row not in table.rows:
                     table.add(row)

@@ -64,8 +64,12 @@ def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
     bucket = idx[key]
     if len(bucket) == 1:
         del idx[key]
+    elif bucket.__class__ is _SetBucket:
+        bucket.discard(row)
+    elif bucket[-1] is row:  # the newest row (as when a step is rolled back)
+        bucket.pop()
     else:
-        bucket.remove(row)  # a list scan of at most BIG_BUCKET rows, or a set removal
+        bucket.remove(row)  # a scan of at most BIG_BUCKET rows
 
 
 def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
@@ -82,7 +86,7 @@ def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
             del idx[key]
         elif bucket.__class__ is list:
             if len(rows) == 1:
-                bucket.remove(rows[0])
+                _unindex(idx, key, rows[0])
             else:
                 idx[key] = [row for row in bucket if row not in gone]
         else:
@@ -206,10 +210,7 @@ class Table:
 
     def _undo_add_new(self, args: tuple[set[Row], set[Row], set[Row] | None]) -> None:
         new, batch, back = args
-        self.rows -= new
-        for cols, idx in self.indexes.items():
-            for row in new:
-                _unindex(idx, index_key(row, cols), row)
+        self._drop(new)
         if self._batches and self._batches[-1] is batch:
             self._batches.pop()
         else:  # rows of the batch were removed since (which merged the batches)
@@ -218,9 +219,21 @@ class Table:
             self.removed |= back
 
     def remove_many(self, gone: set[Row]) -> None:
-        """Remove rows known to be present, as set operations. When most rows go, the rest
-        are copied into a fresh set (a set emptied in place keeps its size, and lookups of
-        absent rows probe through what was removed) and the indexes are rebuilt."""
+        """Remove rows known to be present, as set operations."""
+        self._drop(gone)
+        was_added = gone & self.added if self._added or self._batches else EMPTY
+        if was_added:
+            self._added -= was_added
+        now_removed = EMPTY if self.event else gone - was_added
+        if now_removed:
+            self.removed |= now_removed
+        self.journal.entries.append((self._undo_remove_many, (gone, was_added, now_removed)))
+
+    def _drop(self, gone: set[Row]) -> None:
+        """Take rows known to be present out of ``rows`` and the indexes (the step's net
+        changes are the caller's). When most rows go, the rest are copied into a fresh set
+        (a set emptied in place keeps its size, and lookups of absent rows probe through
+        what was removed) and the indexes are rebuilt."""
         if len(gone) * 2 > len(self.rows):
             self.rows = self.rows - gone
         else:
@@ -232,13 +245,6 @@ class Table:
         else:
             for cols, idx in self.indexes.items():
                 _unindex_many(idx, cols, gone)
-        was_added = gone & self.added if self._added or self._batches else EMPTY
-        if was_added:
-            self._added -= was_added
-        now_removed = EMPTY if self.event else gone - was_added
-        if now_removed:
-            self.removed |= now_removed
-        self.journal.entries.append((self._undo_remove_many, (gone, was_added, now_removed)))
 
     def _undo_remove_many(self, args: tuple[set[Row], set[Row], set[Row]]) -> None:
         gone, was_added, now_removed = args
