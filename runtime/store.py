@@ -121,8 +121,8 @@ class Table:
         self.keyed = not event and len(keys) < arity
         self.rows: set[Row] = set()
         self.asserted: set[Row] = set()
-        # index columns -> key -> bucket of rows (a list, or a _SetBucket once rows were
-        # removed from a large one); rows are only ever added when absent, so lists are sets
+        # index columns -> key -> bucket of rows: a list (rows are only added when absent),
+        # or a _SetBucket once it grows past BIG_BUCKET rows
         self.indexes: dict[tuple[int, ...], defaultdict[Any, list[Row]]] = {}
         self._index_rows = _make_indexer(self.indexes)
         # net changes of the current step: insertions are kept as the single rows added
