@@ -20,6 +20,7 @@ from overlog.planner import plan_rule
 from overlog.printer import format_statement
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by a closed pipe returns
 
 
 class _UsageError(Exception):
@@ -162,7 +163,15 @@ def entry() -> None:
     if os.environ.get("PYTHONHASHSEED") is None:
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.execve(sys.executable, [sys.executable, "-m", "overlog", *sys.argv[1:]], env)
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`overlog run ... | head`): stop quietly, as a tool killed by
+        # SIGPIPE would, and keep the interpreter from complaining when it flushes stdout
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -169,6 +169,8 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     except KeyboardInterrupt:
         err.write("\ninterrupted\n")
+    except _OutputClosed:
+        raise BrokenPipeError from None
     if progress:
         err.write("\r\x1b[K")
 
@@ -182,9 +184,17 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 3 if failed else 0
 
 
+class _OutputClosed(BaseException):
+    """stdout's reader went away while a watcher printed. A BaseException, so that the
+    engine, which reports what listeners raise and goes on, lets it end the run."""
+
+
 def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
     def callback(row: tuple) -> None:
-        printer.change(engine.step_count, engine.now, name, op, row, event)
+        try:
+            printer.change(engine.step_count, engine.now, name, op, row, event)
+        except BrokenPipeError as error:
+            raise _OutputClosed from error
     return callback
 
 

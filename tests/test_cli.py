@@ -146,3 +146,18 @@ def test_run_trace_reports_rule_firings(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert result.stderr == ("trace: step 1 @0: r1 derived 2, rule 2 derived 1; "
                              "+3 reach, +2 link\n")
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
+    """`overlog run ... | head -1`: no traceback, no error per remaining row; exit 141."""
+    (tmp_path / "count.olg").write_text(
+        "n(0).\nn(Y) :- n(X), X < 20000, Y := X + 1.\nwatch(n).\n")
+    with subprocess.Popen([sys.executable, "-m", "overlog", "run", "count.olg", "--format",
+                           "csv"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline() == "1,0.0,n,insert,0\n"
+        process.stdout.close()
+        stderr = process.stderr.read()
+        assert process.wait(timeout=60) == 141
+    assert stderr == ""
