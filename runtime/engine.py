@@ -163,8 +163,7 @@ class Engine:
         self.undeliverable = 0
         self.outbound: Callable[[str, str, Row], None] | None = None
         self._fixpoint: Fixpoint | None = None
-        self._fires_at_start = any(not any(isinstance(lit, s.Atom) for lit in info.rule.body)
-                                   for info in checked.rules)
+        self._fires_at_start = any(info.fires_at_start for info in checked.rules)
         self._load_facts()
         self._install_handlers()
 

@@ -76,9 +76,8 @@ class CompiledRule:
         self.full = compile_plan(plans.full, tables, functions, "insert")
         # a rule with no positive atom has nothing new to fire it: it fires at the first
         # step (its one, empty combination is new then), and views follow their negations
-        self.unit = None if any(isinstance(lit, s.Atom) for lit in rule.body) else \
-            compile_plan(plan_variant(info.index, rule, "bound"), tables, functions, "insert",
-                         novel)
+        self.unit = compile_plan(plan_variant(info.index, rule, "bound"), tables, functions,
+                                 "insert", novel) if info.fires_at_start else None
         # How to pre-bind the full plan's variables from a head row (rederivation, groups).
         prebound: list[str] = []
         positions: list[int] = []
@@ -269,9 +268,13 @@ class Fixpoint:
 
     def _snapshot(self, rules: list[CompiledRule]) -> tuple[dict, dict]:
         reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
-        plus = {name: set().union(*self.tables[name].added_parts()) for name in reads}
+        plus = {name: self._net_added(name) for name in reads}
         minus = {name: set(self.tables[name].removed) for name in reads}
         return plus, minus
+
+    def _net_added(self, name: str) -> set[Row]:
+        """A copy of the rows ``name`` gained in the step so far (its batches unmerged)."""
+        return set().union(*self.tables[name].added_parts())
 
     def _stratum(self, rules: list[CompiledRule]) -> None:
         views = [r for r in rules if not r.head_event and r.aggregate is None]
@@ -282,7 +285,7 @@ class Fixpoint:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
             for name in {r.head for r in aggregates}:
-                plus[name] = set().union(*self.tables[name].added_parts())
+                plus[name] = self._net_added(name)
                 minus[name] = set(self.tables[name].removed)
         overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh

@@ -39,6 +39,11 @@ class RuleInfo:
     def label(self) -> str:
         return self.rule.name or f"rule {self.index + 1}"
 
+    @property
+    def fires_at_start(self) -> bool:
+        """No positive atom: nothing new can fire it, so it fires at the first step."""
+        return not any(isinstance(lit, s.Atom) for lit in self.rule.body)
+
 
 @dataclass(frozen=True, slots=True)
 class Stratum:
