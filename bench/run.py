@@ -24,7 +24,7 @@ from bench import peers, workloads  # noqa: E402
 
 
 def _overlog(program: str, relation: str, facts: dict[str, list[tuple]]) -> tuple[float, int]:
-    from runtime.engine import Engine
+    from overlog import Engine
 
     engine = Engine(program)
     for name, rows in facts.items():
@@ -32,7 +32,7 @@ def _overlog(program: str, relation: str, facts: dict[str, list[tuple]]) -> tupl
             engine.insert(name, row)
     start = time.perf_counter()
     engine.run()
-    return time.perf_counter() - start, len(engine.tables[relation].rows)
+    return time.perf_counter() - start, len(engine.store.rows(relation))
 
 
 def _timed(fn, *args) -> tuple[float, int]:
@@ -43,7 +43,7 @@ def _timed(fn, *args) -> tuple[float, int]:
 
 def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, int]:
     """Seconds for one step that inserts or deletes one edge (after computing the closure)."""
-    from runtime.engine import Engine
+    from overlog import Engine
 
     engine = Engine(workloads.TC)
     for row in edges:
@@ -52,14 +52,14 @@ def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, i
     getattr(engine, change)("link", edge)
     start = time.perf_counter()
     engine.run()
-    return time.perf_counter() - start, len(engine.tables["reach"].rows)
+    return time.perf_counter() - start, len(engine.store.rows("reach"))
 
 
 def _failing_step(edges: list[tuple]) -> tuple[float, int]:
     """Seconds for a step that computes a closure and fails on one bad event: the step is
     rolled back, the culprit found by re-running it on prefixes of its inputs, and run
     again without it."""
-    from runtime.engine import Engine
+    from overlog import Engine
 
     engine = Engine(workloads.TC + "bad(Q) :- boom[X], Q := 1 / X.\n")
     for row in edges:
@@ -68,11 +68,11 @@ def _failing_step(edges: list[tuple]) -> tuple[float, int]:
     start = time.perf_counter()
     report = engine.step()
     assert [e.code for e in report.errors] == ["E302"]
-    return time.perf_counter() - start, len(engine.tables["reach"].rows)
+    return time.perf_counter() - start, len(engine.store.rows("reach"))
 
 
 def _events(batch: int, steps: int) -> dict:
-    from runtime.engine import Engine
+    from overlog import Engine
 
     engine = Engine(workloads.PINGPONG)
     seen = []

@@ -1,7 +1,7 @@
 """overlog: an engine for Overlog, the declarative-networking dialect of Datalog from P2.
 
-The public API is re-exported here lazily (PEP 562), so importing ``overlog`` stays cheap and
-``overlog/`` never imports ``runtime/`` at module level.
+The public API is re-exported here lazily (PEP 562), so importing ``overlog`` stays cheap:
+the runtime and the standard library load when ``Engine`` is first used.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "compile_program": "overlog.compile",
+    "compile_program": "overlog.api",
+    "ProgramPlan": "overlog.plan",
     "CheckedProgram": "overlog.analysis",
     "parse": "overlog.parser",
     "format_program": "overlog.printer",
@@ -23,9 +24,10 @@ _EXPORTS = {
     "SemanticError": "overlog.errors",
     "OverlogRuntimeError": "overlog.errors",
     "StepError": "overlog.errors",
-    "Engine": "runtime.engine",
-    "StepReport": "runtime.engine",
-    "ANY": "runtime.events",
+    "DeliveryError": "overlog.errors",
+    "Engine": "overlog.api",
+    "StepReport": "overlog.runtime.report",
+    "ANY": "overlog.runtime.events",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TextIO
 
-from overlog.analysis import CheckedProgram
+from overlog.api import compile_program
 from overlog.cli_run import UsageError, add_arguments, run_command
-from overlog.compile import compile_program
 from overlog.diagnostics import render_all
 from overlog.errors import CompileError
-from overlog.plan import format_plan
-from overlog.planner import plan_rule
-from overlog.printer import format_statement
+from overlog.plan import ProgramPlan, format_program_plan, summary
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by a closed pipe returns
@@ -33,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     check = commands.add_parser("check", help="check programs for errors")
     check.add_argument("programs", nargs="+", metavar="PROGRAM.olg")
-    explain = commands.add_parser("explain", help="print relations, strata and rule kinds")
+    explain = commands.add_parser(
+        "explain", help="print relations, strata, rule kinds and every plan the runtime runs")
     explain.add_argument("program", metavar="PROGRAM.olg")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
@@ -50,83 +46,33 @@ def _read(path: str) -> str:
         raise _UsageError(f"cannot read {path}: not UTF-8 text") from None
 
 
-def _compile(path: str, err: TextIO) -> CheckedProgram | None:
+def _compile(path: str, err: TextIO) -> ProgramPlan | None:
     try:
-        checked = compile_program(_read(path), path)
+        plan = compile_program(_read(path), path)
     except CompileError as error:
         print(error.render(), file=err)
         return None
-    if checked.warnings:
-        print(render_all(list(checked.warnings), checked.source), file=err)
-    return checked
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
-
-
-def summary(checked: CheckedProgram) -> str:
-    return (f"{_plural(len(checked.relations), 'relation')}, "
-            f"{_plural(len(checked.rules), 'rule')}, "
-            f"{_plural(len(checked.strata), 'stratum', 'strata')}")
+    if plan.checked.warnings:
+        print(render_all(list(plan.checked.warnings), plan.checked.source), file=err)
+    return plan
 
 
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = EXIT_OK
     for path in args.programs:
-        checked = _compile(path, err)
-        if checked is None:
+        plan = _compile(path, err)
+        if plan is None:
             status = EXIT_PROGRAM
         else:
-            print(f"{path}: ok ({summary(checked)})", file=out)
+            print(f"{path}: ok ({summary(plan)})", file=out)
     return status
 
 
-def _bound(value: float) -> str:
-    return "infinity" if value == math.inf else f"{value:g}"
-
-
-def explain(checked: CheckedProgram, with_plans: bool = True) -> str:
-    """Relations, strata, rule kinds and each rule's plans, deterministically."""
-    lines = [f"program {checked.source.path}: {summary(checked)}", "", "relations:"]
-    width = max((len(name) for name in checked.relations), default=0)
-    for relation in checked.relations.values():
-        kind = "event" if relation.event else "persistent"
-        text = f"  {relation.name:<{width}}  {kind:<10}  arity {relation.arity}"
-        if not relation.event:
-            keys = ", ".join(str(k + 1) for k in relation.keys)
-            text += f"  keys({keys})"
-            if relation.lifetime != math.inf or relation.size != math.inf:
-                text += f"  lifetime {_bound(relation.lifetime)}  size {_bound(relation.size)}"
-        if relation.builtin:
-            text += "  (built-in)"
-        lines.append(text.rstrip())
-
-    def rule_line(index: int) -> str:
-        info = checked.rules[index]
-        kind = info.kind + (", remote" if info.remote else "")
-        text = f"  {info.label} [{kind}]  {format_statement(replace(info.rule, name=None))}"
-        if with_plans:
-            plans = plan_rule(index, info.rule, info.kind == "view" and not info.deferred)
-            for plan in (*plans.triggers, plans.full):
-                text += "\n" + "\n".join("      " + line for line in format_plan(plan).split("\n"))
-        return text
-
-    for stratum in checked.strata:
-        lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
-        lines += [rule_line(i) for i in stratum.rules]
-    deferred = [info.index for info in checked.rules if info.deferred]
-    if deferred:
-        lines += ["", "deferred (after the fixpoint, written at commit or sent):"]
-        lines += [rule_line(i) for i in deferred]
-    return "\n".join(lines)
-
-
 def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    checked = _compile(args.program, err)
-    if checked is None:
+    plan = _compile(args.program, err)
+    if plan is None:
         return EXIT_PROGRAM
-    print(explain(checked), file=out)
+    print(format_program_plan(plan), file=out)
     return EXIT_OK
 
 

@@ -116,7 +116,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except OSError as error:
         raise UsageError(f"cannot read {args.program}: {error.strerror}") from None
 
-    from runtime.engine import Engine
+    from overlog.api import Engine
 
     try:
         engine = Engine(source, args.program, address=args.address, clock=args.clock,
@@ -124,7 +124,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except CompileError as error:
         print(error.render(), file=err)
         return 1
-    checked = engine.checked
+    checked = engine.plan.checked
     for warning in checked.warnings:
         print(render(warning, checked.source), file=err)
 
@@ -217,7 +217,7 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
             raise UsageError("Parquet facts need the Spark backend, not available yet")
         if ext != ".csv":
             continue
-        relation = engine.checked.relations.get(base)
+        relation = engine.plan.relations.get(base)
         if relation is None:
             print(f"overlog: warning: {os.path.join(directory, entry)}: the program has no "
                   f"relation `{base}`; skipped", file=err)
@@ -234,7 +234,7 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
 
 def _write_output(engine, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
-    for name, relation in engine.checked.relations.items():
+    for name, relation in engine.plan.relations.items():
         if relation.event:
             continue
         with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8") as f:

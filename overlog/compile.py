@@ -1,21 +1,71 @@
-"""Source text -> checked program: parse, then analyze."""
+"""Source text -> ProgramPlan: parse, substitute defines, analyze, plan."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
+from typing import Any
 
-from overlog.analysis import CheckedProgram, analyze
+from overlog import syntax as s
+from overlog.analysis import NativesCheck, analyze
 from overlog.parser import parse
+from overlog.plan import ProgramPlan
+from overlog.planner import plan_program
 from overlog.source import Source
+
+NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or LookupError
 
 
 def compile_program(source: str, path: str | None = None,
-                    functions: Mapping[str, tuple[int, float]] | None = None) -> CheckedProgram:
-    """Parse and check an Overlog program.
+                    functions: Mapping[str, tuple[int, float]] | None = None, *,
+                    defines: Mapping[str, Any] | None = None,
+                    natives: NativesCheck | None = None) -> ProgramPlan:
+    """Parse, check and plan an Overlog program.
 
     Raises ParseError or SemanticError (both CompileError) carrying every diagnostic found.
-    ``functions`` names user functions the program may call: name -> (fewest, most) arguments.
+    ``functions`` names user functions the program may call: name -> (fewest, most)
+    arguments. ``defines`` replaces every variable of a given name by a value (``--define``).
+    ``natives`` checks that each native handler's ``module:function`` resolves (the layer
+    that owns handlers supplies it; without it only the form is checked).
     """
     path = path or "<input>"
     program = parse(source, path)
-    return analyze(program, Source(source, path), functions)
+    if defines:
+        program = apply_defines(program, defines)
+    return plan_program(analyze(program, Source(source, path), functions, natives))
+
+
+def apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:
+    """The program with every variable named in ``defines`` replaced by its value."""
+
+    def substitute(node: Any) -> Any:
+        if isinstance(node, s.Var):
+            return s.Const(value=defines[node.name], span=node.span) \
+                if node.name in defines else node
+        if isinstance(node, s.Assign):  # the assigned variable is not a value
+            return replace(node, expr=substitute(node.expr))
+        if isinstance(node, (s.Agg, s.Const, s.Wildcard)):
+            return node
+        changes = {}
+        for f in fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, tuple):
+                changes[f.name] = tuple(substitute(v) for v in value)
+            elif hasattr(value, "__dataclass_fields__") and f.name != "span":
+                changes[f.name] = substitute(value)
+        return replace(node, **changes)
+
+    return substitute(program)
+
+
+def natives_check(resolve: NativeResolver) -> NativesCheck:
+    """The analysis check of native handler targets that a resolver implies."""
+
+    def check(target: str) -> str | None:
+        try:
+            resolve(target)
+        except LookupError as error:
+            return str(error.args[0]) if error.args else str(error)
+        return None
+
+    return check

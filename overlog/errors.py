@@ -4,7 +4,11 @@
      +-- CompileError            a program was rejected; carries diagnostics with spans
      |    +-- ParseError         lexical and syntax errors (codes E1xx)
      |    +-- SemanticError      analysis errors (codes E2xx)
-     +-- OverlogRuntimeError     a failure while running (codes E3xx); carries step, rule, binding
+     +-- OverlogRuntimeError     a failure while running
+          +-- StepError          a step failed and was rolled back (codes E3xx); carries step,
+          |                      rule, binding and the quarantined inputs
+          +-- DeliveryError      a delivered tuple was refused (unknown relation, wrong arity
+                                 or value type); also a ValueError
 """
 
 from __future__ import annotations
@@ -85,3 +89,8 @@ class StepError(OverlogRuntimeError):
             shown = format_tuple(relation, row, event=kind == "event")
             text += f"\n  quarantined input: {'delete ' if kind == 'delete' else ''}{shown}"
         return text
+
+
+class DeliveryError(OverlogRuntimeError, ValueError):
+    """``Engine.deliver`` refused a tuple: the program has no such relation (or it is built
+    in), the row has the wrong number of fields, or a value is not an Overlog value."""

@@ -1,118 +1,471 @@
-"""Backend-neutral rule plans: pure, picklable dataclasses of relational operators.
+"""The plan IR: the program the runtime runs, as pure, picklable dataclasses.
 
-A rule becomes one plan per *driver*: the body literal whose new (or removed) tuples trigger
-it in semi-naive evaluation. A plan is a pipeline of operators applied to each driver tuple;
-every later operator reads a relation's full version. Expressions are AST terms.
+``compile_program(source) -> ProgramPlan`` (``overlog/compile.py``). A ProgramPlan holds the
+relations, the strata, and for every rule each plan variant the fixpoint executes; a backend
+(``runtime/local.py`` today, Spark next) only evaluates plans, and ``overlog explain`` prints
+exactly this structure (``format_program_plan``).
+
+A ``Plan`` is set-at-a-time friendly: a driver (the seed batch the fixpoint hands in: rows
+of a relation, values of pre-bound variables, or one empty binding), then joins on key
+columns, anti-joins, filters and assignments, then a projection, optionally followed by a
+group-aggregate. Expressions are a small typed tree (``Expr``) that a backend translates.
+
+Versions of a relation that a join reads:
+- ``full``: the relation now;
+- ``old``: full without the current delta (the atoms before the driver in the body, so that
+  a combination of several new tuples is derived once, by the variant of its first new atom);
+- ``prior``: full plus the rows removed in this step (DRed's over-deletion reads every
+  derivation that existed at any point of the step).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Union
 
-from overlog import syntax as s
-from overlog.printer import format_term
+from overlog.printer import format_value
+from overlog.source import Span
+
+if TYPE_CHECKING:
+    from overlog.analysis import CheckedProgram, Relation
+
+_span = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+class Version(Enum):
+    FULL = "full"
+    OLD = "old"
+    PRIOR = "prior"
+
+
+# -- expressions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Var:
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Const:
+    """A value; equality also compares its Python type (``true`` != ``1``, ``1`` != ``1.0``)."""
+
+    value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Const) and type(self.value) is type(other.value)
+                and self.value == other.value)
+
+    def __hash__(self) -> int:
+        return hash((type(self.value), self.value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arith:
+    op: str  # + - * / %
+    left: Expr
+    right: Expr
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Negate:
+    operand: Expr
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    function: str
+    args: tuple[Expr, ...]
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MakeList:
+    items: tuple[Expr, ...]
+    span: Span | None = _span
+
+
+Expr = Union[Var, Const, Arith, Negate, Call, MakeList]  # noqa: UP007
+
+
+def expr_vars(expr: Expr) -> set[str]:
+    """The variables an expression reads."""
+    match expr:
+        case Var(name=name):
+            return {name}
+        case Const():
+            return set()
+        case Arith(left=left, right=right):
+            return expr_vars(left) | expr_vars(right)
+        case Negate(operand=operand):
+            return expr_vars(operand)
+        case Call(args=items) | MakeList(items=items):
+            return set().union(*(expr_vars(i) for i in items))
+    raise TypeError(expr)
+
+
+def expr_calls(expr: Expr) -> Iterator[Call]:
+    """The function calls in an expression, outermost first."""
+    match expr:
+        case Call(args=args):
+            yield expr
+            for arg in args:
+                yield from expr_calls(arg)
+        case Arith(left=left, right=right):
+            yield from expr_calls(left)
+            yield from expr_calls(right)
+        case Negate(operand=operand):
+            yield from expr_calls(operand)
+        case MakeList(items=items):
+            for item in items:
+                yield from expr_calls(item)
+
+
+# -- drivers: where a plan's bindings start ------------------------------------------------
+
+Columns = tuple[tuple[int, str], ...]  # (column, variable) bound by a row
+Checks = tuple[tuple[int, Expr], ...]  # (column, expression) a row's column must equal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scan:
-    """Read the driver: each tuple of ``relation``'s ``version`` ("delta", "removed", or
-    "bound" for values of pre-bound variables). Binds ``binds`` (column, var); the other
-    columns must equal ``checks`` (column, term)."""
+    """Each seed row of ``relation`` (the fixpoint hands in its delta, its removed rows or
+    all its rows): binds ``binds``; the columns in ``checks`` must equal their expression."""
 
     relation: str
-    version: str
-    binds: tuple[tuple[int, str], ...]
-    checks: tuple[tuple[int, s.Term], ...]
+    binds: Columns
+    checks: Checks
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seed:
+    """Each seed tuple holds the values of ``vars``; the fixpoint builds it from a row by
+    taking ``columns`` (of a head row for rederivation, of a group key for aggregates)."""
+
+    vars: tuple[str, ...]
+    columns: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unit:
+    """One empty binding: a rule with no positive atom, or a fact's values."""
+
+
+Driver = Union[Scan, Seed, Unit]  # noqa: UP007
+
+
+# -- operators -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Join:
-    """Index lookup into ``relation`` on ``key`` columns = ``key_terms``; binds ``binds`` and
-    checks ``checks`` on the other columns. ``old`` reads the version without the driver's
-    delta (the atom comes before the driver in the body), so that a combination of several
-    new tuples is derived once, by the variant of its first new atom."""
+    """Rows of ``relation`` (``version``) whose ``key`` columns equal ``key_terms``; binds
+    ``binds``, and the columns in ``checks`` must equal their expression."""
 
     relation: str
+    version: Version
     key: tuple[int, ...]
-    key_terms: tuple[s.Term, ...]
-    binds: tuple[tuple[int, str], ...]
-    checks: tuple[tuple[int, s.Term], ...]
-    old: bool = False
+    key_terms: tuple[Expr, ...]
+    binds: Columns
+    checks: Checks
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AntiJoin:
-    """``notin``: keep the binding if no tuple of ``relation`` matches on ``key``."""
+    """``notin``: keep the binding if no row of ``relation`` has ``key`` = ``key_terms``."""
 
     relation: str
     key: tuple[int, ...]
-    key_terms: tuple[s.Term, ...]
+    key_terms: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Filter:
-    op: str
-    left: s.Term
-    right: s.Term
+    op: str  # == != < <= > >=
+    left: Expr
+    right: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Let:
     var: str
-    expr: s.Term
+    expr: Expr
 
 
-Operator = Scan | Join | AntiJoin | Filter | Let
+Operator = Union[Join, AntiJoin, Filter, Let]  # noqa: UP007
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Project:
+    """The output row of each binding; with ``unless_in``, only rows that relation does not
+    hold yet (semi-naive insertion into a set-semantics table)."""
+
+    terms: tuple[Expr, ...]
+    unless_in: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aggregate:
+    """Group the projected rows (a bag: one per binding) on every column but ``position``
+    and aggregate that column with ``function``; one output row per group."""
+
+    function: str  # count | sum | min | max | avg
+    position: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """One way to evaluate a rule: ``driver`` names what triggers it."""
-
-    rule: int
-    driver: str  # "pos:i" | "neg:i" (body literal index) | "bound"
+    driver: Driver
     operators: tuple[Operator, ...]
-    head: tuple[s.Term, ...]  # head argument terms (aggregate args as their input var)
+    project: Project
+    aggregate: Aggregate | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RulePlans:
-    rule: int
-    relation: str  # head relation
-    aggregate: tuple[int, str, str | None] | None  # (head position, function, var)
-    group: tuple[int, ...]  # head positions outside the aggregate
-    triggers: tuple[Plan, ...]  # one per positive atom (and per negated atom for views)
-    full: Plan  # no driver: for rederivation and group recomputation with pre-bound vars
+# -- rules and the program -----------------------------------------------------------------
 
 
-def format_operator(op: Operator) -> str:
-    def binding(binds, checks) -> str:
-        parts = [f"${c}->{v}" for c, v in binds] + [
-            f"${c}=={format_term(t)}" for c, t in checks]
-        return f" [{', '.join(parts)}]" if parts else ""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """A body literal whose changes fire the rule. ``insert`` runs on the rows ``relation``
+    gained (lost, when ``negated``); ``delete`` is DRed's over-deletion, on the rows it lost
+    (gained, when ``negated``): views only."""
 
-    match op:
+    relation: str
+    literal: int  # position in the body, 0-based
+    negated: bool
+    insert: Plan
+    delete: Plan | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aggregation:
+    """A head aggregate. The triggers project group keys (the head's ``group`` columns);
+    ``groups`` recomputes groups: seeded with group keys (driver ``Seed``), or over the whole
+    rule (driver ``Unit``, or ``Scan`` handed all rows of its relation) when a group column is
+    an expression. ``zero`` (``count`` triggered by events, P2): per event atom, the group
+    keys of the step's event bindings, which get a count of 0 when nothing matched."""
+
+    function: str
+    position: int  # head column of the aggregate
+    group: tuple[int, ...]  # head columns grouped on
+    groups: Plan
+    zero: tuple[Plan, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RulePlan:
+    index: int  # position among the program's rules
+    name: str | None
+    kind: str  # view | state | event | delete (overlog.analysis.strata)
+    remote: bool  # the head is sent to another address
+    stratum: int | None  # None: deferred (after the fixpoint; written at commit or sent)
+    head: str
+    head_event: bool
+    location: int | None  # the head's location column
+    triggers: tuple[Trigger, ...]
+    start: Plan | None = None  # no positive atom: fires at the first step
+    rederive: Plan | None = None  # views: which removed head rows still have a derivation
+    aggregation: Aggregation | None = None
+    text: str = field(default="", compare=False)  # the rule as source text
+    span: Span | None = _span
+
+    @property
+    def label(self) -> str:
+        return self.name or f"rule {self.index + 1}"
+
+    @property
+    def deferred(self) -> bool:
+        return self.stratum is None
+
+    def plans(self) -> Iterator[tuple[str, Plan]]:
+        """Every plan of the rule with what it is for, in a fixed order."""
+        for trigger in self.triggers:
+            yield describe_trigger(trigger, False), trigger.insert
+            if trigger.delete is not None:
+                yield describe_trigger(trigger, True), trigger.delete
+        if self.start is not None:
+            yield "at the first step (no positive atom)", self.start
+        if self.rederive is not None:
+            yield "rederive", self.rederive
+        if self.aggregation is not None:
+            yield "recompute groups", self.aggregation.groups
+            for plan in self.aggregation.zero:
+                relation = plan.driver.relation  # type: ignore[union-attr]
+                yield f"count 0 for {relation} events that match nothing", plan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StratumPlan:
+    index: int
+    relations: tuple[str, ...]
+    rules: tuple[int, ...]  # rule indexes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FactPlan:
+    relation: str
+    event: bool
+    location: int | None
+    values: tuple[Expr, ...]
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgramPlan:
+    path: str
+    relations: Mapping[str, Relation]
+    rules: tuple[RulePlan, ...]
+    strata: tuple[StratumPlan, ...]
+    facts: tuple[FactPlan, ...]
+    timers: tuple[tuple[float, float], ...]  # (period, count) of each distinct periodic
+    handlers: tuple[tuple[str, str], ...]  # (event relation, "module:function")
+    watched: tuple[str, ...]
+    calls: tuple[tuple[str, Span | None], ...]  # calls of functions that are not built in
+    checked: CheckedProgram = field(compare=False, repr=False)  # for diagnostics and tools
+
+    @property
+    def deferred(self) -> tuple[RulePlan, ...]:
+        return tuple(rule for rule in self.rules if rule.deferred)
+
+    def plans(self) -> Iterator[tuple[RulePlan, str, Plan]]:
+        for rule in self.rules:
+            for purpose, plan in rule.plans():
+                yield rule, purpose, plan
+
+
+def describe_trigger(trigger: Trigger, deleting: bool) -> str:
+    gains = deleting == trigger.negated
+    what = f"when {trigger.relation} {'gains' if gains else 'loses'} rows"
+    where = f"{'notin, ' if trigger.negated else ''}literal {trigger.literal + 1}"
+    return f"{what} ({where}{', over-deletion' if deleting else ''})"
+
+
+# -- printing ------------------------------------------------------------------------------
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+
+
+def format_expr(expr: Expr, context: int = 0) -> str:
+    match expr:
+        case Var(name=name):
+            return name
+        case Const(value=value):
+            return format_value(value)
+        case Arith(op=op, left=left, right=right):
+            level = _PRECEDENCE[op]
+            text = f"{format_expr(left, level)} {op} {format_expr(right, level + 1)}"
+            return f"({text})" if level < context else text
+        case Negate(operand=operand):
+            return f"-{format_expr(operand, 3)}"
+        case Call(function=function, args=args):
+            return f"{function}({', '.join(format_expr(a) for a in args)})"
+        case MakeList(items=items):
+            return f"[{', '.join(format_expr(i) for i in items)}]"
+    raise TypeError(expr)
+
+
+def _columns(binds: Columns, checks: Checks) -> str:
+    parts = [f"${c}->{v}" for c, v in binds] + [f"${c}=={format_expr(t)}" for c, t in checks]
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+def _key(key: tuple[int, ...], terms: tuple[Expr, ...]) -> str:
+    return ", ".join(f"${c}={format_expr(t)}" for c, t in zip(key, terms, strict=True))
+
+
+def format_step(step: Driver | Operator | Project | Aggregate) -> str:
+    match step:
         case Scan():
-            return f"scan {op.relation}.{op.version}{binding(op.binds, op.checks)}"
+            return f"scan {step.relation}{_columns(step.binds, step.checks)}"
+        case Seed():
+            return f"seed ({', '.join(step.vars)}) from columns " + ", ".join(
+                f"${c}" for c in step.columns)
+        case Unit():
+            return "unit"
         case Join():
-            key = ", ".join(f"${c}={format_term(t)}" for c, t in zip(op.key, op.key_terms,
-                                                                         strict=True))
-            version = ".old" if op.old else ""
-            return f"join {op.relation}{version} on ({key}){binding(op.binds, op.checks)}"
+            version = "" if step.version is Version.FULL else f".{step.version.value}"
+            return (f"join {step.relation}{version} on ({_key(step.key, step.key_terms)})"
+                    f"{_columns(step.binds, step.checks)}")
         case AntiJoin():
-            key = ", ".join(f"${c}={format_term(t)}" for c, t in zip(op.key, op.key_terms,
-                                                                         strict=True))
-            return f"antijoin {op.relation} on ({key})"
+            return f"antijoin {step.relation} on ({_key(step.key, step.key_terms)})"
         case Filter():
-            return (f"filter {format_term(op.left)} {op.op} "
-                    f"{format_term(op.right)}")
+            return f"filter {format_expr(step.left)} {step.op} {format_expr(step.right)}"
         case Let():
-            return f"let {op.var} := {format_term(op.expr)}"
-    raise TypeError(op)
+            return f"let {step.var} := {format_expr(step.expr)}"
+        case Project():
+            unless = f" unless in {step.unless_in}" if step.unless_in else ""
+            return f"project ({', '.join(format_expr(t) for t in step.terms)}){unless}"
+        case Aggregate():
+            return f"aggregate {step.function} of ${step.position}"
+    raise TypeError(step)
 
 
 def format_plan(plan: Plan) -> str:
-    lines = [f"driver {plan.driver}:"]
-    lines += [f"  {format_operator(op)}" for op in plan.operators]
-    lines.append(f"  emit ({', '.join(format_term(t) for t in plan.head)})")
+    steps: list[Any] = [plan.driver, *plan.operators, plan.project]
+    if plan.aggregate is not None:
+        steps.append(plan.aggregate)
+    return "\n".join(format_step(step) for step in steps)
+
+
+def format_rule_plan(rule: RulePlan) -> str:
+    kind = rule.kind + (", remote" if rule.remote else "")
+    lines = [f"{rule.label} [{kind}]  {rule.text}"]
+    if rule.aggregation is not None:
+        group = ", ".join(f"${c}" for c in rule.aggregation.group) or "nothing"
+        lines.append(f"    {rule.aggregation.function} of ${rule.aggregation.position}, "
+                     f"grouped on {group}")
+    for purpose, plan in rule.plans():
+        lines.append(f"    {purpose}:")
+        lines += [f"      {line}" for line in format_plan(plan).split("\n")]
     return "\n".join(lines)
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def summary(plan: ProgramPlan) -> str:
+    return (f"{_plural(len(plan.relations), 'relation')}, {_plural(len(plan.rules), 'rule')}, "
+            f"{_plural(len(plan.strata), 'stratum', 'strata')}")
+
+
+def _bound(value: float) -> str:
+    return "infinity" if value == math.inf else f"{value:g}"
+
+
+def format_program_plan(plan: ProgramPlan) -> str:
+    """The whole plan, deterministically: relations, then each stratum's rules with every
+    plan they run, then the deferred rules (``overlog explain``)."""
+    lines = [f"program {plan.path}: {summary(plan)}", "", "relations:"]
+    width = max((len(name) for name in plan.relations), default=0)
+    for relation in plan.relations.values():
+        kind = "event" if relation.event else "persistent"
+        text = f"  {relation.name:<{width}}  {kind:<10}  arity {relation.arity}"
+        if not relation.event:
+            text += f"  keys({', '.join(str(k + 1) for k in relation.keys)})"
+            if relation.lifetime != math.inf or relation.size != math.inf:
+                text += f"  lifetime {_bound(relation.lifetime)}  size {_bound(relation.size)}"
+        if relation.location is not None:
+            text += f"  @{relation.location + 1}"
+        if relation.builtin:
+            text += "  (built-in)"
+        lines.append(text.rstrip())
+    for stratum in plan.strata:
+        lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
+        lines += [_indent(format_rule_plan(plan.rules[i])) for i in stratum.rules]
+    if plan.deferred:
+        lines += ["", "deferred (after the fixpoint, written at commit or sent):"]
+        lines += [_indent(format_rule_plan(rule)) for rule in plan.deferred]
+    if plan.timers:
+        lines += ["", "timers: " + ", ".join(
+            f"every {_bound(period)} s, {_bound(count)} times" for period, count in plan.timers)]
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))

@@ -1,45 +1,73 @@
-"""Rules -> plans: join order, index keys and the semi-naive driver variants.
+"""Checked program -> ProgramPlan: join order, index keys, and every variant a rule runs as.
 
 Join order is greedy: after the driver, the atom with the most bound columns next (index
 lookups over scans), ties in source order; filters, assignments and anti-joins are placed as
-soon as their variables are bound.
+soon as their variables are bound. Each rule gets the variants the fixpoint executes, by kind:
+
+- a trigger per positive atom (and, for views, per negated atom): semi-naive insertion on its
+  new rows, and for views DRed's over-deletion on its removed rows;
+- views: a rederivation plan seeded with head rows; a rule with no positive atom: a plan for
+  the first step; aggregates: a group plan and, for `count` triggered by events, the count-0
+  probe.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
+from overlog import plan as p
 from overlog import syntax as s
-from overlog.plan import AntiJoin, Filter, Join, Let, Operator, Plan, RulePlans, Scan
+from overlog.analysis import CheckedProgram, RuleInfo
+from overlog.analysis.catalog import NATIVE_HANDLER, PERIODIC
+from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.printer import format_statement
+
+
+def lower(term: s.Term) -> p.Expr:
+    """An AST term as a plan expression."""
+    match term:
+        case s.Var(name=name):
+            return p.Var(name=name)
+        case s.Const(value=value):
+            return p.Const(value=value)
+        case s.BinOp(op=op, left=left, right=right, span=span):
+            return p.Arith(op=op, left=lower(left), right=lower(right), span=span)
+        case s.Neg(operand=operand, span=span):
+            return p.Negate(operand=lower(operand), span=span)
+        case s.Call(name=name, args=args, span=span):
+            return p.Call(function=name, args=tuple(lower(a) for a in args), span=span)
+        case s.ListExpr(items=items, span=span):
+            return p.MakeList(items=tuple(lower(i) for i in items), span=span)
+    raise TypeError(f"not an expression: {term!r}")
 
 
 def _vars(term: object) -> set[str]:
     return {v.name for v in s.variables(term)}
 
 
-def _head_terms(rule: s.Rule) -> tuple[s.Term, ...]:
-    terms = []
-    for arg in rule.head.args:
-        if isinstance(arg, s.Agg):
-            terms.append(arg.arg if arg.arg is not None else s.Const(value=None))
-        else:
-            terms.append(arg)
-    return tuple(terms)
+def _head_terms(head: s.Atom) -> tuple[p.Expr, ...]:
+    """The head's terms, an aggregate standing for its argument (null for `count<*>`)."""
+    return tuple((p.Var(name=a.arg.name) if a.arg is not None else p.Const(value=None))
+                 if isinstance(a, s.Agg) else lower(a) for a in head.args)
 
 
 class _Builder:
-    """Accumulates operators for one plan, tracking bound variables."""
+    """Accumulates the operators of one plan, tracking bound variables. Columns that need a
+    variable bound later are bound to a fresh `#n` variable (a name no program can write)
+    and compared once it is ready."""
 
-    def __init__(self, rule: s.Rule, bound: set[str]) -> None:
-        self.rule = rule
-        self.bound = set(bound)
-        self.ops: list[Operator] = []
-        self.pending_filters: list[tuple[str, s.Term, s.Term]] = []
+    def __init__(self) -> None:
+        self.bound: set[str] = set()
+        self.ops: list[p.Operator] = []
+        self.pending: list[p.Filter] = []
         self.fresh = 0
 
-    def _columns(self, atom: s.Atom) -> tuple[list, list, list]:
+    def columns(self, atom: s.Atom) -> tuple[list, list, list]:
         """Split an atom's columns into (keys, binds, checks) given what is bound."""
-        keys: list[tuple[int, s.Term]] = []
+        keys: list[tuple[int, p.Expr]] = []
         binds: list[tuple[int, str]] = []
-        checks: list[tuple[int, s.Term]] = []
+        checks: list[tuple[int, p.Expr]] = []
         local = set(self.bound)
         for c, term in enumerate(atom.args):
             if isinstance(term, s.Var) and term.name not in local:
@@ -50,25 +78,26 @@ class _Builder:
             if isinstance(term, s.Wildcard) or (c, getattr(term, "name", None)) in binds:
                 continue
             if _vars(term) <= self.bound:
-                keys.append((c, term))
+                keys.append((c, lower(term)))
             elif _vars(term) <= self.bound | bound_here:
-                checks.append((c, term))
-            else:  # needs a variable bound later: bind a fresh one, compare when ready
+                checks.append((c, lower(term)))
+            else:
                 self.fresh += 1
-                name = f"_col{self.fresh}"
+                name = f"#{self.fresh}"
                 binds.append((c, name))
-                self.pending_filters.append(("==", s.Var(name=name), term))
+                self.pending.append(p.Filter(op="==", left=p.Var(name=name), right=lower(term)))
         return keys, binds, checks
 
-    def scan(self, atom: s.Atom) -> None:
-        keys, binds, checks = self._columns(atom)
-        self.ops.append(Scan(atom.name, "delta", tuple(binds), tuple(keys + checks)))
+    def scan(self, atom: s.Atom) -> p.Scan:
+        keys, binds, checks = self.columns(atom)  # a driver row has no key: all are checks
         self.bound |= {v for _, v in binds}
+        return p.Scan(relation=atom.name, binds=tuple(binds), checks=tuple(keys + checks))
 
-    def join(self, atom: s.Atom, old: bool = False) -> None:
-        keys, binds, checks = self._columns(atom)
-        self.ops.append(Join(atom.name, tuple(c for c, _ in keys), tuple(t for _, t in keys),
-                             tuple(binds), tuple(checks), old))
+    def join(self, atom: s.Atom, version: p.Version) -> None:
+        keys, binds, checks = self.columns(atom)
+        self.ops.append(p.Join(relation=atom.name, version=version,
+                               key=tuple(c for c, _ in keys), key_terms=tuple(t for _, t in keys),
+                               binds=tuple(binds), checks=tuple(checks)))
         self.bound |= {v for _, v in binds}
 
     def place_ready(self, lets: list[s.Assign], filters: list[s.Comparison],
@@ -76,83 +105,195 @@ class _Builder:
         progress = True
         while progress:
             progress = False
-            for f in list(self.pending_filters):
-                if _vars(f[1]) | _vars(f[2]) <= self.bound:
-                    self.ops.append(Filter(*f))
-                    self.pending_filters.remove(f)
+            for f in list(self.pending):
+                if p.expr_vars(f.left) | p.expr_vars(f.right) <= self.bound:
+                    self.ops.append(f)
+                    self.pending.remove(f)
             for c in list(filters):
                 if _vars(c) <= self.bound:
-                    self.ops.append(Filter(c.op, c.left, c.right))
+                    self.ops.append(p.Filter(op=c.op, left=lower(c.left), right=lower(c.right)))
                     filters.remove(c)
             for n in list(negations):
                 if _vars(n) <= self.bound:
-                    key = tuple((i, t) for i, t in enumerate(n.atom.args)
-                                if not isinstance(t, s.Wildcard))
-                    self.ops.append(AntiJoin(n.atom.name, tuple(i for i, _ in key),
-                                             tuple(t for _, t in key)))
+                    key = [(i, t) for i, t in enumerate(n.atom.args)
+                           if not isinstance(t, s.Wildcard)]
+                    self.ops.append(p.AntiJoin(relation=n.atom.name, key=tuple(i for i, _ in key),
+                                               key_terms=tuple(lower(t) for _, t in key)))
                     negations.remove(n)
             for a in list(lets):
                 if _vars(a.expr) <= self.bound:
                     if a.var.name in self.bound:  # pre-bound (rederivation): a test
-                        self.ops.append(Filter("==", a.var, a.expr))
+                        self.ops.append(p.Filter(op="==", left=p.Var(name=a.var.name),
+                                                 right=lower(a.expr)))
                     else:
-                        self.ops.append(Let(a.var.name, a.expr))
+                        self.ops.append(p.Let(var=a.var.name, expr=lower(a.expr)))
                         self.bound.add(a.var.name)
                         progress = True
                     lets.remove(a)
 
 
 def _score(atom: s.Atom, bound: set[str]) -> int:
-    return sum(1 for t in atom.args
-               if not isinstance(t, s.Wildcard) and _vars(t) <= bound)
+    return sum(1 for t in atom.args if not isinstance(t, s.Wildcard) and _vars(t) <= bound)
 
 
-def plan_variant(index: int, rule: s.Rule, driver: str, prebound: tuple[str, ...] = (),
-                 ) -> Plan:
-    """The plan of ``rule`` triggered by ``driver`` ("pos:i", "neg:i" or "bound")."""
-    builder = _Builder(rule, set())
-    atoms = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)]
-    lets = [lit for lit in rule.body if isinstance(lit, s.Assign)]
-    filters = [lit for lit in rule.body if isinstance(lit, s.Comparison)]
-    negations = [lit for lit in rule.body if isinstance(lit, s.Negation)]
-
-    before = -1  # positive atoms before a positive driver read their old version
-    if driver == "bound":
-        builder.ops.append(Scan("", "bound", tuple(enumerate(prebound)), ()))
-        builder.bound |= set(prebound)
-    else:
-        kind, _, position = driver.partition(":")
-        literal = rule.body[int(position)]
-        if kind == "pos":
-            before = int(position)
-            atoms = [(i, a) for i, a in atoms if i != before]
-            builder.scan(literal)  # type: ignore[arg-type]
+def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,
+              prebound: tuple[tuple[str, int], ...] | None = None) -> p.Plan:
+    """The plan of a rule body driven by literal ``driver`` (a positive or negated atom),
+    by seed values of ``prebound`` (variable, column) pairs, or, with neither, by one empty
+    binding. Positive atoms before a positive driver read their old version."""
+    builder = _Builder()
+    atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, s.Atom)]
+    lets = [lit for lit in body if isinstance(lit, s.Assign)]
+    filters = [lit for lit in body if isinstance(lit, s.Comparison)]
+    negations = [lit for lit in body if isinstance(lit, s.Negation)]
+    before = -1
+    source: p.Driver
+    if driver is not None:
+        literal = body[driver]
+        if isinstance(literal, s.Atom):
+            before = driver
+            atoms = [(i, a) for i, a in atoms if i != driver]
+            source = builder.scan(literal)
         else:
-            builder.scan(literal.atom)  # type: ignore[union-attr]
+            source = builder.scan(literal.atom)  # type: ignore[union-attr]
+    elif prebound is not None:
+        source = p.Seed(vars=tuple(v for v, _ in prebound),
+                        columns=tuple(c for _, c in prebound))
+        builder.bound |= {v for v, _ in prebound}
+    else:
+        source = p.Unit()
     builder.place_ready(lets, filters, negations)
     while atoms:
         best = max(atoms, key=lambda ia: (_score(ia[1], builder.bound), -ia[0]))
         atoms.remove(best)
-        builder.join(best[1], old=best[0] < before)
+        builder.join(best[1], p.Version.OLD if best[0] < before else p.Version.FULL)
         builder.place_ready(lets, filters, negations)
-    assert not (lets or filters or negations or builder.pending_filters), "unsafe rule planned"
-    return Plan(rule=index, driver=driver, operators=tuple(builder.ops),
-                head=_head_terms(rule))
+    assert not (lets or filters or negations or builder.pending), "unsafe rule planned"
+    return p.Plan(driver=source, operators=tuple(builder.ops), project=project)
 
 
-def plan_rule(index: int, rule: s.Rule, with_negation_drivers: bool) -> RulePlans:
-    """All plans of a rule: a trigger per positive atom (and per negated atom if asked: views
-    must react to tuples leaving a negated relation), and the pre-bound "full" plan."""
-    triggers = [plan_variant(index, rule, f"pos:{i}")
-                for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)]
-    if with_negation_drivers:
-        triggers += [plan_variant(index, rule, f"neg:{i}")
-                     for i, lit in enumerate(rule.body) if isinstance(lit, s.Negation)]
-    head = rule.head.args
-    aggregate = next(((i, a.func, a.arg.name if a.arg else None)
-                      for i, a in enumerate(head) if isinstance(a, s.Agg)), None)
-    group = tuple(i for i, a in enumerate(head) if not isinstance(a, s.Agg))
-    prebound = tuple(dict.fromkeys(a.name for a in head if isinstance(a, s.Var)))
-    full = plan_variant(index, rule, "bound", prebound)
-    return RulePlans(rule=index, relation=rule.head.name, aggregate=aggregate, group=group,
-                     triggers=tuple(triggers), full=full)
+def over_deletion(plan: p.Plan) -> p.Plan:
+    """DRed's over-approximation of ``plan``: every join reads the prior version (rows
+    removed in the step included), anti-joins are dropped, every row is emitted."""
+    ops = tuple(replace(op, version=p.Version.PRIOR) if isinstance(op, p.Join) else op
+                for op in plan.operators if not isinstance(op, p.AntiJoin))
+    return replace(plan, operators=ops, project=replace(plan.project, unless_in=None))
+
+
+def _first_occurrences(terms: tuple[s.Term, ...]) -> tuple[tuple[str, int], ...]:
+    """(variable, position) of each distinct plain variable among ``terms``."""
+    seen: dict[str, int] = {}
+    for i, term in enumerate(terms):
+        if isinstance(term, s.Var) and term.name not in seen:
+            seen[term.name] = i
+    return tuple(seen.items())
+
+
+def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
+    """For `count` triggered by events (P2): plans yielding each event binding's group key,
+    so that a binding with no match still yields a row with count 0."""
+    events = [lit for lit in rule.body if isinstance(lit, s.Atom) and lit.event]
+    if not events:
+        return ()
+    body: list[s.Literal] = list(events)
+    bound = {v.name for a in events for v in s.variables(a)}
+    others = [lit for lit in rule.body if isinstance(lit, (s.Assign, s.Comparison))]
+    changed = True
+    while changed:
+        changed = False
+        for lit in list(others):
+            if _vars(lit.expr if isinstance(lit, s.Assign) else lit) <= bound:
+                body.append(lit)
+                others.remove(lit)
+                if isinstance(lit, s.Assign):
+                    bound.add(lit.var.name)
+                changed = True
+    group_terms = tuple(rule.head.args[i] for i in group)
+    if not set().union(*map(_vars, group_terms)) <= bound:
+        return ()
+    project = p.Project(terms=tuple(lower(t) for t in group_terms))
+    return tuple(plan_body(tuple(body), i, project)
+                 for i, lit in enumerate(body) if isinstance(lit, s.Atom))
+
+
+def _aggregation(rule: s.Rule, position: int, function: str) -> p.Aggregation:
+    head = rule.head
+    group = tuple(i for i in range(head.arity) if i != position)
+    output = p.Project(terms=_head_terms(head))
+    aggregate = p.Aggregate(function=function, position=position)
+    if all(isinstance(head.args[i], s.Var) for i in group):
+        seeds = _first_occurrences(tuple(head.args[i] for i in group))
+        groups = plan_body(rule.body, None, output, seeds)
+    else:  # a group column is an expression: evaluate the whole rule
+        first = next((i for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)), None)
+        groups = plan_body(rule.body, first, output)
+    zero = _zero_probe(rule, group) if function == "count" else ()
+    return p.Aggregation(function=function, position=position, group=group,
+                         groups=replace(groups, aggregate=aggregate), zero=zero)
+
+
+def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
+    rule = info.rule
+    head = rule.head
+    view = info.kind == "view" and not info.deferred
+    agg = next(((i, a.func) for i, a in enumerate(head.args) if isinstance(a, s.Agg)), None)
+    if agg is not None:  # triggers only say which groups to recompute
+        project = p.Project(terms=tuple(lower(t) for i, t in enumerate(head.args)
+                                        if i != agg[0]))
+    else:
+        keyed = not head.event and len(relations[head.name].keys) < head.arity
+        novel = None if info.deferred or keyed else head.name
+        project = p.Project(terms=_head_terms(head), unless_in=novel)
+    # over-deletion for views, and for aggregates in the fixpoint (a group that loses rows
+    # is recomputed); only views follow the rows leaving a negated relation
+    deleting = view or (agg is not None and not info.deferred)
+    triggers = []
+    for i, literal in enumerate(rule.body):
+        negated = isinstance(literal, s.Negation)
+        if not isinstance(literal, s.Atom) and not (negated and view):
+            continue
+        insert = plan_body(rule.body, i, project)
+        atom = literal.atom if negated else literal  # type: ignore[union-attr]
+        triggers.append(p.Trigger(relation=atom.name, literal=i, negated=negated, insert=insert,
+                                  delete=over_deletion(insert) if deleting else None))
+    start = plan_body(rule.body, None, project) if info.fires_at_start else None
+    rederive = None
+    if view and agg is None:
+        rederive = plan_body(rule.body, None, replace(project, unless_in=None),
+                             _first_occurrences(head.args))
+    return p.RulePlan(
+        index=info.index, name=rule.name, kind=info.kind, remote=info.remote,
+        stratum=info.stratum, head=head.name, head_event=head.event,
+        location=head.locs[0] if head.locs else None, triggers=tuple(triggers), start=start,
+        rederive=rederive, aggregation=_aggregation(rule, *agg) if agg else None,
+        text=format_statement(replace(rule, name=None)), span=rule.span)
+
+
+def _timers(program: s.Program) -> tuple[tuple[float, float], ...]:
+    """(period, count) of every distinct periodic atom in the program's rule bodies."""
+    found: dict[tuple[float, float], None] = {}
+    for rule in program.rules:
+        for literal in rule.body:
+            if isinstance(literal, s.Atom) and literal.name == PERIODIC:
+                period = literal.args[2].value  # type: ignore[union-attr]
+                count = literal.args[3].value if literal.arity == 4 else math.inf  # type: ignore
+                found[(period, count)] = None
+    return tuple(found)
+
+
+def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
+    program = checked.program
+    facts = tuple(
+        p.FactPlan(relation=f.atom.name, event=f.atom.event,
+                   location=f.atom.locs[0] if f.atom.locs else None,
+                   values=tuple(lower(a) for a in f.atom.args), span=f.span)
+        for f in program.facts if f.atom.name != NATIVE_HANDLER)
+    calls = tuple((node.name, node.span) for node in s.walk(program)
+                  if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
+    return p.ProgramPlan(
+        path=checked.source.path, relations=checked.relations,
+        rules=tuple(plan_rule(info, checked.relations) for info in checked.rules),
+        strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules)
+                     for st in checked.strata),
+        facts=facts, timers=_timers(program), handlers=checked.handlers,
+        watched=checked.watched, calls=calls, checked=checked)

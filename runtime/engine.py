@@ -1,82 +1,42 @@
-"""The Engine facade: timesteps of inputs -> fixpoint -> commit -> callbacks (design.md 3.1).
+"""The Engine: timesteps of inputs -> fixpoint -> commit -> sends -> callbacks (design.md 3.1).
 
-A step is atomic: a failure rolls back every table change of the step (the journal), the
+The engine runs a ProgramPlan on a backend (the local one) and talks to the outside through
+the event API only (``runtime/events.py``): listeners, ``generate_event``, ``insert`` and
+``delete`` from its own thread, ``deliver`` from any thread, and outbound tuples that leave as
+``send`` events for the handlers (transports) installed on it. Which handlers are installed
+is the caller's choice: ``overlog.Engine`` installs the standard library's.
+
+A step is atomic: a failure rolls back every change of the step (the store's journal), the
 input that made it fail is quarantined (reported, then delivered as
-``error[Step, Relation, Row, Message]`` events), and the step runs again without them.
+``error[Step, Relation, Row, Message]`` events), and the step runs again without it.
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 import random
-import time as wallclock
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from overlog import syntax as s
-from overlog.analysis import CheckedProgram, analyze
+from overlog.analysis import Relation
+from overlog.compile import NativeResolver, compile_program, natives_check
 from overlog.diagnostics import Diagnostic
-from overlog.errors import OverlogError, SemanticError, StepError
+from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
-from overlog.parser import parse
-from overlog.plan import Plan, Scan
-from overlog.printer import format_tuple
-from overlog.source import Source
-from runtime.builtins import make_functions
-from runtime.events import ANY, EventQueue, Listener, matches
-from runtime.local import PlanFailure, compile_plan
-from runtime.seminaive import EvaluationError, Fixpoint
-from runtime.softstate import SoftState
-from runtime.store import Journal, Row, Table
+from overlog.plan import ProgramPlan, RulePlan, expr_calls
+from overlog.runtime.backend import PlanFailure
+from overlog.runtime.builtins import make_functions
+from overlog.runtime.clock import Clock, make_clock
+from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
+from overlog.runtime.local import LocalBackend
+from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
+from overlog.runtime.seminaive import EvaluationError, Fixpoint
+from overlog.runtime.softstate import SoftState
+from overlog.runtime.store import LocalStore, Row
 
 ERROR_RELATION = "error"
-
-
-@dataclass
-class StepReport:
-    """What a step did: its events and net table changes (relation -> sorted rows), and the
-    errors reported. Rows are sorted when first read, so an unread report costs nothing."""
-
-    step: int
-    time: float
-    errors: list[OverlogError] = field(default_factory=list)
-    firings: dict[str, int] = field(default_factory=dict)  # rule label -> new tuples derived
-    # kind -> relation -> the rows, as disjoint sets (merged and sorted only when read)
-    _raw: dict[str, dict[str, list[set[Row]]]] = field(default_factory=lambda: {
-        "events": {}, "inserted": {}, "deleted": {}}, repr=False)
-    _sorted: dict[tuple[str, str], list[Row]] = field(default_factory=dict, repr=False)
-
-    def rows(self, kind: str, relation: str) -> list[Row]:
-        """Sorted rows of ``relation`` for ``kind`` ("events", "inserted" or "deleted")."""
-        found = self._sorted.get((kind, relation))
-        if found is None:
-            found = sorted_rows(itertools.chain.from_iterable(
-                self._raw[kind].get(relation, ())))
-            self._sorted[(kind, relation)] = found
-        return found
-
-    def counts(self, kind: str) -> dict[str, int]:
-        """How many rows of each relation the step has for ``kind``, without sorting."""
-        return {name: sum(map(len, parts)) for name, parts in self._raw[kind].items()}
-
-    def _all(self, kind: str) -> dict[str, list[Row]]:
-        return {name: self.rows(kind, name) for name in self._raw[kind]}
-
-    @property
-    def events(self) -> dict[str, list[Row]]:
-        return self._all("events")
-
-    @property
-    def inserted(self) -> dict[str, list[Row]]:
-        return self._all("inserted")
-
-    @property
-    def deleted(self) -> dict[str, list[Row]]:
-        return self._all("deleted")
-
+_ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
 
 class _LenientFunctions(Mapping):
     """Function arities for analysis: built-ins, registered ones, and any other `f_` name
@@ -103,105 +63,95 @@ class _Failure(Exception):
         self.error = error
 
 
-def sort_key(value: Any) -> tuple:
-    """A total order over Overlog values (for deterministic output)."""
-    if value is None:
-        return (0, 0)
-    if isinstance(value, bool):
-        return (1, value)
-    if isinstance(value, (int, float)):
-        return (2, value)
-    if isinstance(value, str):
-        return (3, value)
-    if isinstance(value, tuple):
-        return (4, tuple(sort_key(v) for v in value))
-    return (5, repr(value))
-
-
-def sorted_rows(rows) -> list[Row]:
-    try:
-        return sorted(rows)  # same-typed columns: the common, fast case
-    except TypeError:
-        return sorted(rows, key=lambda row: tuple(sort_key(v) for v in row))
-
-
 class Engine:
-    """One Overlog node. See design.md section 5 for the contract."""
+    """One Overlog node running a program. See docs/engine.md for the contract.
 
-    def __init__(self, source: str, path: str | None = None, *, address: str = "localhost",
-                 clock: str = "sim", seed: int = 0,
+    ``source`` is program text (compiled here) or a ProgramPlan. ``handlers`` install
+    listeners (timers, transports) through the event API; ``natives`` resolves the targets
+    of ``registerNativeEventHandler``; ``clock`` is "sim", "real" or a Clock.
+    """
+
+    def __init__(self, source: str | ProgramPlan, path: str | None = None, *,
+                 address: str = "localhost", clock: str | Clock = "sim", seed: int = 0,
                  functions: Mapping[str, Callable] | None = None,
-                 defines: Mapping[str, Any] | None = None) -> None:
-        if clock not in ("sim", "real"):
-            raise ValueError(f"clock must be 'sim' or 'real', not {clock!r}")
-        self.path = path or "<input>"
-        self.address = address
-        self.clock = clock
+                 defines: Mapping[str, Any] | None = None,
+                 handlers: Sequence[Handler] = (),
+                 natives: NativeResolver | None = None) -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
-        known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
-        program = parse(source, self.path)
-        if defines:
-            program = _apply_defines(program, defines)
-        checked = analyze(program, Source(source, self.path), _LenientFunctions(known))
-        self.checked: CheckedProgram = checked
+        if isinstance(source, ProgramPlan):
+            plan = source
+        else:
+            known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
+            plan = compile_program(source, path, _LenientFunctions(known), defines=defines,
+                                   natives=natives_check(natives) if natives else None)
+        self.plan = plan
+        self.path = plan.path
+        self.address = address
+        self.clock = make_clock(clock)
         self.rng = random.Random(seed)
         self.now = 0.0
-        self._start = wallclock.monotonic()
         self.step_count = 0
-        self.journal = Journal()
-        self.tables: dict[str, Table] = {
-            name: Table(name, rel.arity, rel.event, rel.keys, self.journal)
-            for name, rel in checked.relations.items()}
-        if ERROR_RELATION not in self.tables:
-            self.tables[ERROR_RELATION] = Table(ERROR_RELATION, 4, True, (), self.journal)
-        self.soft = {name: SoftState(self.tables[name], rel.lifetime, rel.size, self.journal)
-                     for name, rel in checked.relations.items()
+        relations = {**plan.relations}
+        relations.setdefault(ERROR_RELATION, _ERROR)
+        self.relations: dict[str, Relation] = relations
+        self.store = LocalStore(relations)
+        self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
+                     for name, rel in relations.items()
                      if not rel.event and (rel.lifetime != math.inf or rel.size != math.inf)}
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
         self.listeners: list[Listener] = []
-        self.undeliverable = 0
-        self.outbound: Callable[[str, str, Row], None] | None = None
+        self._inbox = Inbox()
+        self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
-        self._fires_at_start = any(info.fires_at_start for info in checked.rules)
+        self._fires_at_start = any(rule.start is not None for rule in plan.rules)
         self._load_facts()
-        self._install_handlers()
+        for handler in handlers:
+            handler(self)
+        self._bind_natives(natives)
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:
         with open(path, encoding="utf-8") as f:
             return cls(f.read(), path, **options)
 
+    @property
+    def checked(self):
+        """The analysed program (relations, rules, strata, warnings) the plan came from."""
+        return self.plan.checked
+
     # -- the event API ------------------------------------------------------------------
 
     def register_listener(self, relation: str, pattern: tuple | None = None,
                           callback: Callable[[tuple], Any] | None = None, *,
                           phase: str = "post", op: str | None = None) -> None:
-        table = self._table(relation)
+        """Call ``callback(row)`` for each row of ``relation`` matching ``pattern``:
+        ``post`` (after the step: its events and net changes), ``pre`` (a step's input
+        events, before its fixpoint) or ``send`` (tuples the step sends, after commit)."""
+        rel = self._relation(relation)
         if callback is None:
             raise TypeError("register_listener needs a callback")
-        if phase not in ("pre", "post"):
-            raise ValueError(f"phase must be 'pre' or 'post', not {phase!r}")
+        if phase not in ("pre", "post", "send"):
+            raise ValueError(f"phase must be 'pre', 'post' or 'send', not {phase!r}")
         if op not in (None, "insert", "delete"):
             raise ValueError(f"op must be 'insert' or 'delete', not {op!r}")
-        if op is not None and table.event:
+        if op is not None and rel.event:
             raise ValueError(f"`{relation}` is an event relation: listeners on it take no op")
-        if phase == "pre" and not table.event:
+        if phase == "pre" and not rel.event:
             raise ValueError("phase='pre' listeners see input events; "
                              f"`{relation}` is persistent")
-        if pattern is not None and len(pattern) != table.arity:
+        if pattern is not None and len(pattern) != rel.arity:
             raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
-                             f"{table.arity}")
+                             f"{rel.arity}")
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
 
     registerListener = register_listener
 
     def generate_event(self, relation: str, row: tuple, when: float | None = None) -> None:
-        table = self._table(relation)
-        if not table.event:
+        rel = self._relation(relation)
+        if not rel.event:
             raise ValueError(f"`{relation}` is persistent: use insert()")
-        self.queue.push(self.now if when is None else when, relation,
-                        self._row(table, row))
+        self.queue.push(self.now if when is None else when, relation, self._row(rel, row))
 
     generateEvent = generate_event
 
@@ -211,6 +161,29 @@ class Engine:
     def delete(self, relation: str, row: tuple) -> None:
         self.pending.append(("delete", relation, self._row(self._persistent(relation), row)))
 
+    def deliver(self, relation: str, row: tuple, op: str | None = None) -> None:
+        """Take a tuple that arrived from elsewhere (a transport): an event, or with ``op``
+        "insert" (the default) or "delete" a change of a persistent relation. It is an input
+        of the next step. Safe to call from any thread; wakes a waiting ``run``. Raises
+        DeliveryError for an unknown or built-in relation, a wrong number of fields, or a
+        value that is not an Overlog value (int, float, str, bool, null, list)."""
+        rel = self.relations.get(relation)
+        if rel is None or rel.builtin:
+            raise DeliveryError(f"no relation `{relation}` to deliver to")
+        if rel.event:
+            if op not in (None, "event"):
+                raise DeliveryError(f"`{relation}` is an event relation: no op {op!r}")
+            kind = "event"
+        else:
+            kind = op or "insert"
+            if kind not in ("insert", "delete"):
+                raise DeliveryError(f"op must be 'insert' or 'delete', not {op!r}")
+        if not isinstance(row, (tuple, list)) or len(row) != rel.arity:
+            raise DeliveryError(f"`{relation}` has {rel.arity} fields; got "
+                                f"{len(row) if isinstance(row, (tuple, list)) else row!r}")
+        self._inbox.put(kind, relation, tuple(_value(v) for v in row))
+        self.clock.wake()
+
     def register_function(self, name: str, fn: Callable) -> None:
         if not name.startswith("f_"):
             raise ValueError(f"function names start with `f_`: {name!r}")
@@ -219,7 +192,8 @@ class Engine:
         self.user_functions[name] = fn
 
     def rows(self, relation: str) -> list[Row]:
-        return sorted_rows(self._table(relation).rows)
+        self._relation(relation)
+        return sorted_rows(self.store.rows(relation))
 
     def next_time(self) -> float | None:
         """When the next timed input is due: a queued event or a soft-state expiry."""
@@ -228,42 +202,39 @@ class Engine:
 
     @property
     def idle(self) -> bool:
-        """Nothing to do now: no pending change, no due event, and no rule without positive
-        atoms waiting for the first step to fire it."""
+        """Nothing to do now: no pending change or delivery, no due event, and no rule
+        without positive atoms waiting for the first step to fire it."""
         upcoming = self.next_time()
-        return (not self.pending and (upcoming is None or upcoming > self.now)
+        return (not self.pending and not self._inbox
+                and (upcoming is None or upcoming > self.now)
                 and (self.step_count > 0 or not self._fires_at_start))
 
     # -- running ------------------------------------------------------------------------
 
     def run(self, steps: int | None = None, until: float | None = None) -> list[StepReport]:
-        """Run steps until idle (no due inputs, and in `sim` no future ones), ``steps``
-        steps, or clock time ``until``."""
+        """Run steps until idle (no due inputs, and no timed ones), ``steps`` steps, or
+        clock time ``until``. Idle with a timed input ahead, it waits on the clock (the sim
+        clock jumps; a delivery ends a real wait early)."""
         reports = []
         while steps is None or len(reports) < steps:
             if self.idle:
                 upcoming = self.next_time()
                 if upcoming is None or (until is not None and upcoming > until):
                     break
-                if self.clock == "sim":
-                    self.now = upcoming
-                else:
-                    wallclock.sleep(max(0.0, upcoming - self._wall()))
-                    self.now = max(upcoming, self._wall())
+                self.clock.wait(upcoming)
+                self.now = max(self.now, self.clock.now())
+                continue
             reports.append(self.step())
         return reports
-
-    def _wall(self) -> float:
-        return wallclock.monotonic() - self._start
 
     def step(self) -> StepReport:
         """Run one timestep at the current clock time."""
         if self._fixpoint is None:
-            self._fixpoint = self._compile()
-        if self.clock == "real":
-            self.now = max(self.now, self._wall())
+            self._fixpoint = self._start()
+        self.now = max(self.now, self.clock.now())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
+        self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
             ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
@@ -271,9 +242,8 @@ class Engine:
             inputs += [("delete", name, row) for row in soft.expired(self.now)]
         inputs += self.pending
         self.pending = []
-        for table in self.tables.values():
-            if table.event:
-                table.end_events()
+        store = self.store
+        store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
@@ -287,7 +257,7 @@ class Engine:
                     changes, sends = self._attempt(inputs)
                     break
                 except _Failure as failure:
-                    self.journal.rollback()
+                    store.rollback()
                     culprit, failure = self._culprit(failure, inputs)
                     if culprit is None:  # fails whatever its inputs: drop them all
                         quarantined += [(i, failure.error) for i in inputs]
@@ -295,13 +265,15 @@ class Engine:
                     else:
                         quarantined.append((culprit, failure.error))
                         inputs = [i for i in inputs if i is not culprit]
+        except BaseException:  # a bug of ours, or an interrupt: leave the tables as they were
+            store.rollback()
+            raise
         finally:
             gc.set_threshold(*thresholds)
-        self.journal.entries.clear()
+        store.commit()
         report.firings = dict(self._fixpoint.firings)
         self.pending += changes
-        for head, row in sends:
-            self._send(head, row)
+        self._send(report, sends)
         for (kind, relation, row), error in quarantined:
             error.quarantined += ((kind, relation, row),)
             self.queue.push(self.now, ERROR_RELATION,
@@ -313,9 +285,7 @@ class Engine:
                 report.errors.append(error)
         self._report(report)
         self._post_listeners(report)
-        for table in self.tables.values():  # the report keeps this step's change sets
-            if not table.event:
-                table.clear_step()
+        store.end_step()  # the report keeps this step's change sets
         return report
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
@@ -325,10 +295,14 @@ class Engine:
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
                 initial=self.step_count == 1))
         except EvaluationError as error:
-            rule = error.rule
-            raise _Failure(StepError(
-                error.code, error.message, step=self.step_count, time=self.now, path=self.path,
-                rule=_rule_name(rule), span=rule.rule.span, binding=error.binding)) from error
+            raise _Failure(self._step_error(error.code, error.message, error.rule,
+                                            error.binding)) from error
+
+    def _step_error(self, code: str, message: str, rule: RulePlan | None = None,
+                    binding: dict | None = None) -> StepError:
+        return StepError(code, message, step=self.step_count, time=self.now, path=self.path,
+                         rule=_rule_name(rule) if rule else None,
+                         span=rule.span if rule else None, binding=binding)
 
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
@@ -353,36 +327,37 @@ class Engine:
         except _Failure as failure:
             return failure
         finally:
-            self.journal.rollback()
+            self.store.rollback()
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
+        store = self.store
         for kind, relation, row in inputs:
-            table = self.tables[relation]
             if kind == "event":
-                if row not in table.rows:
-                    table.add(row)
+                if row not in store.rows(relation):
+                    store.add(relation, row)
             elif kind == "delete":
-                self._retract(relation, table, row)
+                self._retract(relation, row)
             else:
-                holder = table.holder(row) if table.keyed else None
+                holder = store.holder(relation, row)
                 if holder is not None and holder != row:
-                    self._retract(relation, table, holder)
-                if row not in table.asserted:
-                    table.assert_row(row)
-                if row not in table.rows:
-                    table.add(row)
+                    self._retract(relation, holder)
+                if row not in store.asserted(relation):
+                    store.assert_row(relation, row)
+                if row not in store.rows(relation):
+                    store.add(relation, row)
                 soft = self.soft.get(relation)
                 if soft is not None:
                     soft.stamp(row, self.now)
         for name, soft in self.soft.items():
             for row in soft.over_cap():
-                self._retract(name, self.tables[name], row)
+                self._retract(name, row)
 
-    def _retract(self, relation: str, table: Table, row: Row) -> None:
-        if row in table.asserted:
-            table.retract_row(row)
-        if row in table.rows:
-            table.remove(row)
+    def _retract(self, relation: str, row: Row) -> None:
+        store = self.store
+        if row in store.asserted(relation):
+            store.retract_row(relation, row)
+        if row in store.rows(relation):
+            store.remove(relation, row)
         soft = self.soft.get(relation)
         if soft is not None:
             soft.forget(row)
@@ -399,75 +374,90 @@ class Engine:
                     try:
                         listener.callback(row)
                     except Exception as error:
-                        raise _Failure(StepError(
+                        raise _Failure(self._step_error(
                             "E304", f"pre listener on `{relation}` raised "
-                            f"{type(error).__name__}: {error}", step=self.step_count,
-                            time=self.now, path=self.path)) from error
+                            f"{type(error).__name__}: {error}")) from error
 
     def _commit(self, deferred) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
         Deletions come first, then writes (with key replacement when applied)."""
+        store = self.store
         writes: dict[tuple[str, Any], Row] = {}
         for rule, row in deferred.writes:
-            table = self.tables[rule.head]
-            key = (rule.head, tuple(row[k] for k in table.keys))
+            keys = self.relations[rule.head].keys
+            key = (rule.head, tuple(row[k] for k in keys))
             other = writes.get(key)
             if other is not None and other != row:
                 first, second = sorted_tuples(rule.head, (other, row))
-                raise _Failure(StepError(
+                raise _Failure(self._step_error(
                     "E303", f"key conflict: {first} and {second} written to the same key in "
-                    "one step", step=self.step_count, time=self.now, path=self.path,
-                    rule=_rule_name(rule.info), span=rule.info.rule.span))
+                    "one step", rule))
             writes[key] = row
         changes: list[tuple[str, str, Row]] = []
         deleted: set[tuple[str, Row]] = set()
         for rule, row in deferred.deletes:
-            table = self.tables[rule.head]
-            stored = table.holder(row) if table.keyed else row
-            if stored is not None and stored in table.asserted:
+            stored = store.holder(rule.head, row)
+            if stored is not None and stored in store.asserted(rule.head):
                 changes.append(("delete", rule.head, stored))
                 deleted.add((rule.head, stored))
         for (relation, _), row in writes.items():
-            table = self.tables[relation]
-            if (row not in table.asserted or (relation, row) in deleted
-                    or (table.keyed and table.holder(row) != row)
+            if (row not in store.asserted(relation) or (relation, row) in deleted
+                    or store.holder(relation, row) != row
                     or relation in self.soft):  # a write refreshes a soft tuple
                 changes.append(("insert", relation, row))
-        sends = [(rule.info.rule.head, row) for rule, row in deferred.sends]
-        return changes, sends
+        return changes, deferred.sends
 
-    def _send(self, head: s.Atom, row: Row) -> None:
-        address = row[head.locs[0]]
-        if address == self.address:
-            if head.event:
-                self.queue.push(self.now, head.name, row)
+    def _send(self, report: StepReport, sends: Iterable[tuple[RulePlan, Row]]) -> None:
+        """The step's outbound tuples leave as ``send`` events, in the order sent."""
+        outbound, self._outbox = self._outbox, []
+        for rule, row in sends:
+            op = "event" if rule.head_event else "delete" if rule.kind == "delete" else "insert"
+            outbound.append(Outbound(row[rule.location], rule.head, op, row))  # type: ignore
+        report.sent = outbound
+        listeners = [listener for listener in self.listeners if listener.phase == "send"]
+        for message in outbound:
+            for listener in listeners:
+                if (listener.relation == message.relation
+                        and listener.op in (None, message.op)
+                        and matches(listener.pattern, message.row)):
+                    try:
+                        listener.callback(message.row)
+                    except Exception as error:
+                        report.errors.append(StepError(
+                            "E306", f"send listener on `{listener.relation}` raised "
+                            f"{type(error).__name__}: {error}", step=report.step,
+                            time=report.time, path=self.path))
+        self._take_deliveries()  # what was delivered to this node keeps its place in line
+
+    def _take_deliveries(self) -> None:
+        for kind, relation, row in self._inbox.take():
+            if kind == "event":
+                self.queue.push(self.now, relation, row)
             else:
-                self.pending.append(("insert", head.name, row))
-        elif self.outbound is not None:
-            self.outbound(address, head.name, row)
-        else:
-            self.undeliverable += 1
+                self.pending.append((kind, relation, row))
 
     def _report(self, report: StepReport) -> None:
         raw = report._raw
-        for name, table in self.tables.items():
-            if table.event:
-                if table.rows:
-                    raw["events"][name] = [table.rows]
+        store = self.store
+        for name, rel in self.relations.items():
+            if rel.event:
+                rows = store.rows(name)
+                if rows:
+                    raw["events"][name] = [rows]
             else:
-                added = table.added_parts()
+                added = store.added_parts(name)
                 if added:
                     raw["inserted"][name] = added
-                if table.removed:
-                    raw["deleted"][name] = [table.removed]
+                removed = store.removed(name)
+                if removed:
+                    raw["deleted"][name] = [removed]
 
     def _post_listeners(self, report: StepReport) -> None:
         for listener in self.listeners:
             if listener.phase != "post":
                 continue
-            table = self.tables[listener.relation]
             batches = []
-            if table.event:
+            if self.relations[listener.relation].event:
                 batches.append(report.rows("events", listener.relation))
             else:
                 if listener.op in (None, "delete"):
@@ -487,72 +477,74 @@ class Engine:
 
     # -- set-up -------------------------------------------------------------------------
 
-    def _compile(self) -> Fixpoint:
+    def _functions(self) -> dict[str, Callable]:
         functions = make_functions(lambda: self.now, self.rng)
         functions.update(self.user_functions)
-        missing = [call for call in s.walk(self.checked.program)
-                   if isinstance(call, s.Call) and call.name not in functions]
+        return functions
+
+    def _unknown_functions(self, functions: Mapping[str, Callable], calls) -> None:
+        missing = [(name, span) for name, span in calls if name not in functions]
         if missing:
-            raise SemanticError([Diagnostic("E208", f"unknown function `{c.name}`", c.span)
-                                 for c in missing], self.checked.source)
-        return Fixpoint(self.checked, self.tables, functions)
+            raise SemanticError([Diagnostic("E208", f"unknown function `{name}`", span)
+                                 for name, span in missing], self.plan.checked.source)
+
+    def _start(self) -> Fixpoint:
+        functions = self._functions()
+        self._unknown_functions(functions, self.plan.calls)
+        backend = LocalBackend(self.store, functions, frozenset(self.user_functions))
+        return Fixpoint(self.plan, backend)
 
     def _load_facts(self) -> None:
-        functions = make_functions(lambda: self.now, self.rng)
-        for fact in self.checked.program.facts:
-            atom = fact.atom
-            if atom.name == "registerNativeEventHandler":
-                continue
+        functions = self._functions()
+        backend = LocalBackend(self.store, functions, frozenset(self.user_functions))
+        for fact in self.plan.facts:
+            self._unknown_functions(functions, [(call.function, call.span)
+                                                for value in fact.values
+                                                for call in expr_calls(value)])
             try:
-                row = tuple(_constant(arg, functions) for arg in atom.args)
+                row = backend.values(fact.values)
             except PlanFailure as failure:
                 raise SemanticError([Diagnostic(
                     "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
-                    self.checked.source) from None
-            if atom.locs and row[atom.locs[0]] != self.address:
-                self._send(atom, row)
-            elif atom.event:
-                self.queue.push(0.0, atom.name, row)
+                    self.plan.checked.source) from None
+            if fact.location is not None and row[fact.location] != self.address:
+                self._outbox.append(Outbound(row[fact.location], fact.relation,
+                                             "event" if fact.event else "insert", row))
+            elif fact.event:
+                self.queue.push(0.0, fact.relation, row)
             else:
-                self.pending.append(("insert", atom.name, row))
+                self.pending.append(("insert", fact.relation, row))
 
-    def _install_handlers(self) -> None:
-        import importlib
+    def _bind_natives(self, natives: NativeResolver | None) -> None:
+        for relation, target in self.plan.handlers:
+            if natives is None:
+                raise SemanticError([Diagnostic(
+                    "E218", f"native handler `{target}`: this engine resolves no native "
+                    "handlers", None)], self.plan.checked.source)
+            self.register_listener(relation, None, natives(target))
 
-        from stdlib import periodic
-
-        periodic.install(self)
-        for relation, target in self.checked.handlers:
-            module_name, _, function = target.partition(":")
-            handler = getattr(importlib.import_module(module_name), function)
-            self.register_listener(relation, None, handler)
-
-    def _table(self, relation: str) -> Table:
-        table = self.tables.get(relation)
-        if table is None:
+    def _relation(self, relation: str) -> Relation:
+        rel = self.relations.get(relation)
+        if rel is None:
             raise KeyError(f"unknown relation `{relation}`")
-        return table
+        return rel
 
-    def _persistent(self, relation: str) -> Table:
-        table = self._table(relation)
-        if table.event:
+    def _persistent(self, relation: str) -> Relation:
+        rel = self._relation(relation)
+        if rel.event:
             raise ValueError(f"`{relation}` is an event relation: use generate_event()")
-        return table
+        return rel
 
     @staticmethod
-    def _row(table: Table, row: tuple) -> Row:
+    def _row(rel: Relation, row: tuple) -> Row:
         row = tuple(_freeze(v) for v in row)
-        if len(row) != table.arity:
-            raise ValueError(f"`{table.name}` has {table.arity} fields, got {len(row)}")
+        if len(row) != rel.arity:
+            raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
         return row
 
 
-def sorted_tuples(relation: str, rows) -> list[str]:
-    return [format_tuple(relation, row) for row in sorted_rows(rows)]
-
-
-def _rule_name(info) -> str:
-    return f"`{info.rule.name}`" if info.rule.name else f"{info.index + 1}"
+def _rule_name(rule: RulePlan) -> str:
+    return f"`{rule.name}`" if rule.name else f"{rule.index + 1}"
 
 
 def _freeze(value: Any) -> Any:
@@ -561,37 +553,13 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _constant(term: s.Term, functions: dict[str, Callable]) -> Any:
-    """The value of a ground term (a fact's argument)."""
-    if isinstance(term, s.Const):
-        return term.value
-    plan = Plan(rule=-1, driver="bound", operators=(Scan("", "bound", (), ()),), head=(term,))
-    out: list = []
-    compile_plan(plan, {}, functions)([()], out.append)
-    return out[0][0]
-
-
-def _apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:
-    """The program with every variable named in ``defines`` replaced by its value."""
-
-    def substitute(node: Any) -> Any:
-        if isinstance(node, s.Var):
-            return s.Const(value=defines[node.name], span=node.span) \
-                if node.name in defines else node
-        if isinstance(node, s.Assign):  # the assigned variable is not a value
-            return replace(node, expr=substitute(node.expr))
-        if isinstance(node, (s.Agg, s.Const, s.Wildcard)):
-            return node
-        changes = {}
-        for f in fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, tuple):
-                changes[f.name] = tuple(substitute(v) for v in value)
-            elif hasattr(value, "__dataclass_fields__") and f.name != "span":
-                changes[f.name] = substitute(value)
-        return replace(node, **changes)
-
-    return substitute(program)
+def _value(value: Any) -> Any:
+    """A delivered value, checked: lists become tuples; anything else must be a value."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_value(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise DeliveryError(f"not an Overlog value: {type(value).__name__}")
 
 
 __all__ = ["ANY", "Engine", "StepReport"]

@@ -1,12 +1,23 @@
-"""The event API's plumbing: the timed input queue and the listener registry."""
+"""The event API's plumbing: the timed input queue, the inbox of delivered tuples, the
+listener registry, and the protocol that native handlers (``overlog.stdlib``) program against.
+
+The event API is the engine's only door to the outside (design.md 3.6): listeners see what
+a step did (``post``), its input events (``pre``) and the tuples it sends (``send``);
+``generate_event``, ``insert`` and ``delete`` queue inputs from the engine's own thread;
+``deliver`` takes tuples from anywhere, another thread included (a transport).
+"""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from overlog.plan import ProgramPlan
 
 
 class _Any:
@@ -38,7 +49,7 @@ class Listener:
     relation: str
     pattern: tuple | None
     callback: Callable[[tuple], Any]
-    phase: str  # "pre" | "post"
+    phase: str  # "pre" | "post" | "send"
     op: str | None  # "insert" | "delete" | None (both) for persistent relations
 
 
@@ -64,3 +75,55 @@ class EventQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A tuple this node sends: ``op`` is "event" for an event relation, "insert" or
+    "delete" for a persistent one; ``address`` is the row's location field."""
+
+    address: Any
+    relation: str
+    op: str
+    row: tuple
+
+
+class Inbox:
+    """Delivered tuples waiting for the next step, in arrival order; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[tuple[str, str, tuple]] = []
+
+    def put(self, kind: str, relation: str, row: tuple) -> None:
+        with self._lock:
+            self._items.append((kind, relation, row))
+
+    def take(self) -> list[tuple[str, str, tuple]]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class EventAPI(Protocol):
+    """What a native handler may use of an engine."""
+
+    address: str
+    plan: ProgramPlan
+
+    @property
+    def now(self) -> float: ...
+
+    def register_listener(self, relation: str, pattern: tuple | None = None,
+                          callback: Callable[[tuple], Any] | None = None, *,
+                          phase: str = "post", op: str | None = None) -> None: ...
+
+    def generate_event(self, relation: str, row: tuple, when: float | None = None) -> None: ...
+
+    def deliver(self, relation: str, row: tuple, op: str | None = None) -> None: ...
+
+
+Handler = Callable[[EventAPI], None]  # installs listeners on an engine

@@ -1,55 +1,114 @@
-"""The local backend: compiles a plan to a Python function of nested loops over hash indexes.
+"""The local backend: compiles each plan to a Python function of nested loops over the local
+store's hash indexes.
 
-``compile_plan(plan, tables, functions, mode)`` returns ``run(seed, emit, exclude)``: for
-each seed tuple (a driver row, or the values of the pre-bound variables) it calls
-``emit(head_row)`` once per binding; joins marked ``old`` skip the rows in
-``exclude[relation]`` (the current delta). ``mode="delete"`` reads every table as it was
-before the step's removals (rows plus removed rows) and ignores anti-joins: the
-over-approximation DRed's over-deletion phase needs. With ``novel=relation``, only head rows
-not already in that relation are emitted (semi-naive insertion into a set-semantics table).
+A prepared plan is ``run(seed, exclude={}) -> rows``: for each seed (a driver row, the values
+of pre-bound variables, or once for a ``Unit`` driver) it walks the operators and collects
+the projected rows (a set; a bag, then one row per group, under an ``Aggregate``). Joins on
+the ``old`` version skip the rows in ``exclude[relation]``; ``prior`` joins also read the
+rows removed in the step. Rows are unpacked into locals and index lookups are set up once per
+call, before the loops. The generated source is registered with ``linecache``, so tracebacks
+through it show its lines, and only the errors an expression can raise become a PlanFailure:
+anything else is a bug of the engine's and propagates as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import linecache
 import math
-from collections.abc import Callable
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from overlog import syntax as s
-from overlog.plan import AntiJoin, Filter, Join, Let, Plan, Scan
-from runtime.builtins import divide, remainder
-from runtime.store import EMPTY, Table, index_key
+from overlog import plan as p
+from overlog.runtime.backend import FunctionError, PlanFailure, guard_functions
+from overlog.runtime.builtins import aggregate, divide, remainder
+from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
 
-Emit = Callable[[tuple], Any]
-Runner = Callable[..., None]  # run(seed, emit, exclude={})
+# what evaluating an expression may raise: arithmetic, comparing or combining values of the
+# wrong types, bad values for a built-in (f_car of an empty list), errors of user functions
+EXPRESSION_ERRORS = (ArithmeticError, TypeError, ValueError, FunctionError)
 
 
-class PlanFailure(Exception):
-    """An expression failed while evaluating a plan; carries the binding at that point."""
+class LocalBackend:
+    """The ``Backend`` protocol on a LocalStore. ``functions`` maps every function name the
+    program may call to its implementation; those named in ``user`` are the user's."""
 
-    def __init__(self, cause: BaseException, binding: dict[str, Any]):
-        super().__init__(str(cause))
-        self.cause = cause
-        self.binding = binding
+    def __init__(self, store: LocalStore, functions: Mapping[str, Callable],
+                 user: frozenset[str] = frozenset()) -> None:
+        self.store = store
+        self.functions = guard_functions(functions, user)
+
+    def prepare(self, plan: p.Plan) -> Callable[..., Any]:
+        gen = _Codegen(plan, self.store)
+        source = gen.build()
+        for relation, cols in gen.indexes:  # create them now: maintained from the start
+            self.store.table(relation).index(cols)
+        namespace = dict(gen.namespace)
+        namespace.update({f"F_{name}": fn for name, fn in self.functions.items()})
+        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+        filename = f"<overlog plan {digest}>"
+        exec(compile(source, filename, "exec"), namespace)
+        run = namespace["run"]
+        # the source stays readable in tracebacks while some plan function uses it
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        _users[filename] = _users.get(filename, 0) + 1
+        weakref.finalize(run, _release, filename)
+        return run
+
+    def values(self, exprs: tuple[p.Expr, ...]) -> tuple:
+        if all(isinstance(e, p.Const) for e in exprs):
+            return tuple(e.value for e in exprs)  # type: ignore[union-attr]
+        plan = p.Plan(driver=p.Unit(), operators=(), project=p.Project(terms=exprs))
+        return next(iter(self.prepare(plan)(())))
+
+
+_users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it
+
+
+def _release(filename: str) -> None:
+    _users[filename] -= 1
+    if not _users[filename]:
+        del _users[filename]
+        linecache.cache.pop(filename, None)
+
+
+def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
+    index: dict = {}
+    for row in rows:
+        index.setdefault(index_key(row, cols), []).append(row)
+    return index
+
+
+def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:
+    """One row per group of the bag ``rows``: every column but ``position`` is the group."""
+    bags: defaultdict[Row, list] = defaultdict(list)
+    for row in rows:
+        bags[row[:position] + row[position + 1:]].append(row[position])
+    try:
+        return [(*key[:position], aggregate(function, values), *key[position:])
+                for key, values in bags.items()]
+    except TypeError as error:
+        raise PlanFailure(error, {}) from error
 
 
 class _Codegen:
-    """Writes a plan as the source of one Python function. Rows are unpacked into locals;
-    index lookups are set up once, before the loops."""
+    """Writes a plan as the source of one Python function."""
 
-    def __init__(self, plan: Plan, tables: dict[str, Table], mode: str,
-                 novel: str | None) -> None:
+    def __init__(self, plan: p.Plan, store: LocalStore) -> None:
         self.plan = plan
-        self.novel = novel
-        self.tables = tables
-        self.deleting = mode == "delete"
+        self.store = store
         self.namespace: dict[str, Any] = {
-            "EMPTY": EMPTY, "NOTHING": {}, "_div": divide, "_mod": remainder, "INF": math.inf,
-            "_chain": itertools.chain, "_index_of": _index_of, "PlanFailure": PlanFailure,
+            "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
+            "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
+            "PlanFailure": PlanFailure, "FunctionError": FunctionError,
+            "EXPRESSION_ERRORS": EXPRESSION_ERRORS, "INF": math.inf,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
         self.locals: dict[tuple, str] = {}
+        self.vars: dict[str, str] = {}  # plan variable -> Python local
         self.lines: list[str] = []
         self.depth = 0
         self.counter = 0
@@ -60,14 +119,15 @@ class _Codegen:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
+    def var(self, name: str) -> str:
+        local = self.vars.get(name)
+        if local is None:
+            local = self.vars[name] = f"v{len(self.vars)}"
+        return local
+
     def const(self, value: Any) -> str:
         name = self.name("c")
         self.namespace[name] = value
-        return name
-
-    def table(self, relation: str) -> str:
-        name = f"t_{relation}"
-        self.namespace[name] = self.tables[relation]
         return name
 
     def local(self, what: tuple, prefix: str, initializer: str) -> str:
@@ -78,10 +138,15 @@ class _Codegen:
             self.prologue.append(f"    {name} = {initializer}")
         return name
 
+    def table(self, relation: str) -> str:
+        """The global naming ``relation``'s table in the function's namespace."""
+        name = f"t_{relation}"
+        self.namespace[name] = self.store.table(relation)
+        return name
+
     def rows(self, relation: str, version: str = "rows") -> str:
         """A local bound to the table's ``rows`` (or ``removed``) set: updated in place."""
-        return self.local((version, relation), version,
-                          f"{self.table(relation)}.{version}")
+        return self.local((version, relation), version, f"{self.table(relation)}.{version}")
 
     def index(self, relation: str, key: tuple[int, ...]) -> str:
         self.indexes.append((relation, key))
@@ -95,45 +160,45 @@ class _Codegen:
     def excluded(self, relation: str) -> str:
         return self.local(("excluded", relation), "dx", f"exclude.get({relation!r}, EMPTY)")
 
-    def expr(self, term: s.Term) -> str:
+    def expr(self, term: p.Expr) -> str:
         match term:
-            case s.Var(name=name):
-                return f"v_{name}"
-            case s.Const(value=value):
+            case p.Var(name=name):
+                return self.var(name)
+            case p.Const(value=value):
                 if isinstance(value, (int, str, bool)) or value is None:
                     return repr(value)
                 return self.const(value)
-            case s.BinOp(op=op, left=left, right=right):
+            case p.Arith(op=op, left=left, right=right):
                 a, b = self.expr(left), self.expr(right)
                 if op == "/":
                     return f"_div({a}, {b})"
                 if op == "%":
                     return f"_mod({a}, {b})"
                 return f"({a} {op} {b})"
-            case s.Neg(operand=operand):
+            case p.Negate(operand=operand):
                 return f"(-{self.expr(operand)})"
-            case s.Call(name=name, args=args):
-                return f"F_{name}({', '.join(self.expr(a) for a in args)})"
-            case s.ListExpr(items=items):
+            case p.Call(function=function, args=args):
+                return f"F_{function}({', '.join(self.expr(a) for a in args)})"
+            case p.MakeList(items=items):
                 return self.tuple_expr(items)
         raise TypeError(f"cannot evaluate {term!r}")
 
-    def tuple_expr(self, terms) -> str:
+    def tuple_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return "(" + "".join(f"{self.expr(t)}, " for t in terms) + ")"
 
-    def key_expr(self, terms) -> str:
+    def key_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return self.expr(terms[0]) if len(terms) == 1 else self.tuple_expr(terms)
 
     def emit_line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
-    def open_loop(self, source: str, arity: int, binds, checks,
+    def open_loop(self, source: str, arity: int, binds: p.Columns, checks: p.Checks,
                   excluded: str | None = None) -> None:
         """``for`` over the rows of ``source``, unpacked into the bound variables, skipping
         the rows in the set named ``excluded``."""
         names = [f"_u{self.depth}_{c}" for c in range(arity)]
         for column, var in binds:
-            names[column] = f"v_{var}"
+            names[column] = self.var(var)
         target = "(" + "".join(f"{n}, " for n in names) + ")"
         if excluded is None:
             self.emit_line(f"for {target} in {source}:")
@@ -147,17 +212,25 @@ class _Codegen:
         for column, term in checks:
             self.emit_line(f"if {names[column]} != {self.expr(term)}: continue")
 
-    def scan(self, op: Scan) -> None:
-        arity = self.tables[op.relation].arity if op.relation else len(op.binds)
-        self.open_loop("seed", arity, op.binds, op.checks)
+    def driver(self, driver: p.Driver) -> None:
+        match driver:
+            case p.Scan():
+                arity = self.store.table(driver.relation).arity
+                self.open_loop("seed", arity, driver.binds, driver.checks)
+            case p.Seed(vars=names):
+                self.open_loop("seed", len(names), tuple(enumerate(names)), ())
+            case p.Unit():
+                self.emit_line("for () in ONCE:")
+                self.depth += 1
 
-    def join(self, op: Join) -> None:
-        arity = self.tables[op.relation].arity
-        skip = op.old and self.checked
+    def join(self, op: p.Join) -> None:
+        arity = self.store.table(op.relation).arity
+        prior = op.version is p.Version.PRIOR
+        skip = op.version is p.Version.OLD and self.checked
         if op.key == tuple(range(arity)):  # every column bound: a membership test
             rows = self.rows(op.relation)
             key = self.tuple_expr(op.key_terms)
-            if self.deleting:
+            if prior:
                 removed = self.rows(op.relation, "removed")
                 self.emit_line(f"if not ({key} in {rows} or {key} in {removed}): continue")
             elif skip:
@@ -169,22 +242,19 @@ class _Codegen:
             return
         if not op.key:
             rows = self.rows(op.relation)
-            source = f"_chain({rows}, {self.rows(op.relation, 'removed')})" \
-                if self.deleting else rows
+            source = f"_chain({rows}, {self.rows(op.relation, 'removed')})" if prior else rows
         else:
             key = self.key_expr(op.key_terms)
             source = f"{self.index(op.relation, op.key)}.get({key}, EMPTY)"
-            if self.deleting:
+            if prior:
                 rx = self.removed_index(op.relation, op.key)
                 source = f"_chain({source}, {rx}.get({key}, EMPTY))"
         self.open_loop(source, arity, op.binds, op.checks,
                        self.excluded(op.relation) if skip else None)
 
-    def antijoin(self, op: AntiJoin) -> None:
-        if self.deleting:
-            return
+    def antijoin(self, op: p.AntiJoin) -> None:
         rows = self.rows(op.relation)
-        arity = self.tables[op.relation].arity
+        arity = self.store.table(op.relation).arity
         if op.key == tuple(range(arity)):
             self.emit_line(f"if {self.tuple_expr(op.key_terms)} in {rows}: continue")
         elif not op.key:
@@ -195,57 +265,49 @@ class _Codegen:
 
     def body(self, checked: bool, depth: int) -> list[str]:
         self.lines, self.depth, self.checked = [], depth, checked
+        self.driver(self.plan.driver)
         for op in self.plan.operators:
             match op:
-                case Scan():
-                    self.scan(op)
-                case Join():
+                case p.Join():
                     self.join(op)
-                case AntiJoin():
+                case p.AntiJoin():
                     self.antijoin(op)
-                case Filter(op=cmp, left=left, right=right):
+                case p.Filter(op=cmp, left=left, right=right):
                     self.emit_line(f"if not ({self.expr(left)} {cmp} "
                                    f"{self.expr(right)}): continue")
-                case Let(var=var, expr=expr):
-                    self.emit_line(f"v_{var} = {self.expr(expr)}")
-        head = self.tuple_expr(self.plan.head)
-        if self.novel is None:
-            self.emit_line(f"emit({head})")
+                case p.Let(var=var, expr=expr):
+                    self.emit_line(f"{self.var(var)} = {self.expr(expr)}")
+        project = self.plan.project
+        head = self.tuple_expr(project.terms)
+        if project.unless_in is None:
+            self.emit_line(f"_add({head})")
         else:
             self.emit_line(f"_h = {head}")
-            self.emit_line(f"if _h not in {self.rows(self.novel)}: emit(_h)")
+            self.emit_line(f"if _h not in {self.rows(project.unless_in)}: _add(_h)")
         return self.lines
 
     def build(self) -> str:
         old = sorted({op.relation for op in self.plan.operators
-                      if isinstance(op, Join) and op.old}) if not self.deleting else []
+                      if isinstance(op, p.Join) and op.version is p.Version.OLD})
         if old:  # two variants: skip the excluded rows only when there are any
             test = " or ".join(self.excluded(r) for r in old)
             body = [f"        if {test}:", *self.body(True, 3), "        else:",
                     *self.body(False, 3)]
         else:
             body = self.body(False, 2)
+        aggregate = self.plan.aggregate
+        if aggregate is None:
+            start, result = ["    out = set()", "    _add = out.add"], "out"
+        else:
+            start = ["    out = []", "    _add = out.append"]
+            result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
+        # user variables by their Python local, for the binding an error reports
+        self.namespace["NAMES"] = {local: name for name, local in self.vars.items()
+                                   if not name.startswith("#")}
         return "\n".join([
-            "def run(seed, emit, exclude=NOTHING):", *self.prologue, "    try:", *body,
-            "    except Exception as _e:",
-            "        _b = {k[2:]: v for k, v in locals().items() if k.startswith('v_')}",
-            "        raise PlanFailure(_e, _b) from _e", ""])
-
-
-def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
-    index: dict = {}
-    for row in rows:
-        index.setdefault(index_key(row, cols), []).append(row)
-    return index
-
-
-def compile_plan(plan: Plan, tables: dict[str, Table], functions: dict[str, Callable],
-                 mode: str = "insert", novel: str | None = None) -> Runner:
-    gen = _Codegen(plan, tables, mode, novel)
-    source = gen.build()
-    for relation, cols in gen.indexes:  # create them now: maintained from the start
-        tables[relation].index(cols)
-    namespace = dict(gen.namespace)
-    namespace.update({f"F_{name}": fn for name, fn in functions.items()})
-    exec(compile(source, f"<plan rule {plan.rule} {plan.driver} {mode}>", "exec"), namespace)
-    return namespace["run"]
+            "def run(seed, exclude=NOTHING):", *start, *self.prologue, "    try:", *body,
+            "    except EXPRESSION_ERRORS as _e:",
+            "        _b = {NAMES[k]: v for k, v in locals().items() if k in NAMES}",
+            "        _c = _e.cause if isinstance(_e, FunctionError) else _e",
+            "        raise PlanFailure(_c, _b) from _e",
+            f"    return {result}", ""])

@@ -7,31 +7,30 @@ Per stratum (its inputs, lower strata and this step's input changes, are complet
   C. rederivation: removed tuples that still have a derivation come back;
   D. insertion: semi-naive from the new tuples (and from tuples that left a negated relation).
 Deferred rules (buffered writes, deletes, remote heads) then run once on what is new in the
-step. Nothing here knows about time, queues or listeners (runtime/engine.py does).
+step. Nothing here knows about time, queues or listeners (runtime/engine.py does), nor how
+rows are stored or plans evaluated: it runs the ProgramPlan's plans through a Backend over a
+Store (runtime/backend.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from overlog import syntax as s
-from overlog.analysis import CheckedProgram, RuleInfo
-from overlog.plan import RulePlans
-from overlog.planner import plan_rule, plan_variant
+from overlog import plan as p
 from overlog.printer import format_tuple
-from runtime.builtins import aggregate
-from runtime.local import PlanFailure, Runner, compile_plan
-from runtime.store import Row, Table
+from overlog.runtime.backend import Backend, Evaluator, PlanFailure, Row
+
+NOTHING: Mapping[str, Set[Row]] = {}
 
 
 class EvaluationError(Exception):
     """A rule failed while evaluating: carries the runtime error code (E301 evaluation, E302
     division by zero, E303 key conflict), the rule and its binding."""
 
-    def __init__(self, code: str, rule: RuleInfo, message: str,
+    def __init__(self, code: str, rule: p.RulePlan, message: str,
                  binding: dict[str, Any] | None = None):
         super().__init__(message)
         self.code = code
@@ -41,112 +40,45 @@ class EvaluationError(Exception):
 
 
 @dataclass(slots=True)
-class Trigger:
-    kind: str  # "pos" | "neg"
+class _Trigger:
     relation: str
-    insert: Runner
-    delete: Runner
+    negated: bool
+    insert: Evaluator
+    delete: Evaluator | None
 
 
-class CompiledRule:
-    """A rule's plans compiled for the local backend, and what evaluating it needs."""
+class _Rule:
+    """A rule's plans prepared on the backend, and what evaluating them needs."""
 
-    def __init__(self, info: RuleInfo, plans: RulePlans, tables: dict[str, Table],
-                 functions: dict[str, Callable]) -> None:
-        self.info = info
-        self.plans = plans
-        rule = info.rule
-        self.head = rule.head.name
-        self.head_event = rule.head.event
-        self.aggregate = plans.aggregate
-        self.group = plans.group
-        # insertion into a set-semantics table needs only the rows it lacks: the plans
-        # test that themselves (buffered writes and aggregates see every row)
-        self.novel_only = (not info.deferred and self.aggregate is None
-                           and not tables[self.head].keyed)
-        novel = self.head if self.novel_only else None
-        self.triggers: list[Trigger] = []
-        for plan in plans.triggers:
-            kind, _, position = plan.driver.partition(":")
-            literal = rule.body[int(position)]
-            atom = literal if isinstance(literal, s.Atom) else literal.atom  # type: ignore
-            self.triggers.append(Trigger(
-                kind, atom.name, compile_plan(plan, tables, functions, "insert", novel),
-                compile_plan(plan, tables, functions, "delete")))
-        self.full = compile_plan(plans.full, tables, functions, "insert")
-        # a rule with no positive atom has nothing new to fire it: it fires at the first
-        # step (its one, empty combination is new then), and views follow their negations
-        self.unit = compile_plan(plan_variant(info.index, rule, "bound"), tables, functions,
-                                 "insert", novel) if info.fires_at_start else None
-        # How to pre-bind the full plan's variables from a head row (rederivation, groups).
-        prebound: list[str] = []
-        positions: list[int] = []
-        for i, arg in enumerate(rule.head.args):
-            if isinstance(arg, s.Var) and arg.name not in prebound:
-                prebound.append(arg.name)
-                positions.append(i)
-        self.seed_positions = tuple(positions)
-        self.group_is_plain = all(isinstance(rule.head.args[i], s.Var) for i in self.group)
-        self.zero_probe = self._zero_probe(tables, functions)
+    def __init__(self, plan: p.RulePlan, backend: Backend, arity: int) -> None:
+        self.plan = plan
+        self.head = plan.head
+        self.head_event = plan.head_event
+        prepare = backend.prepare
+        self.triggers = [_Trigger(t.relation, t.negated, prepare(t.insert),
+                                  prepare(t.delete) if t.delete is not None else None)
+                         for t in plan.triggers]
+        self.start = prepare(plan.start) if plan.start is not None else None
+        self.rederive = prepare(plan.rederive) if plan.rederive is not None else None
+        # insertion into a set-semantics table: the plans emit only the rows it lacks
+        self.novel_only = any(t.insert.project.unless_in for t in plan.triggers)
+        self.rederive_columns: tuple[int, ...] | None = None  # None: the head rows as they are
+        if plan.rederive is not None:
+            columns = plan.rederive.driver.columns  # type: ignore[union-attr]
+            if columns != tuple(range(arity)):
+                self.rederive_columns = columns
+        aggregation = self.aggregation = plan.aggregation
+        self.groups: Evaluator | None = None
+        self.zero: list[tuple[str, Evaluator]] = []
+        if aggregation is not None:
+            self.groups = prepare(aggregation.groups)
+            self.zero = [(z.driver.relation, prepare(z))  # type: ignore[union-attr]
+                         for z in aggregation.zero]
 
-    def _zero_probe(self, tables: dict[str, Table], functions: dict[str, Callable],
-                    ) -> list[tuple[str, Runner]] | None:
-        """For `count` triggered by events (P2): plans yielding each event binding's group,
-        so that a binding with no match still yields a row with count 0."""
-        rule = self.info.rule
-        if self.aggregate is None or self.aggregate[1] != "count":
-            return None
-        events = [lit for lit in rule.body if isinstance(lit, s.Atom) and lit.event]
-        if not events:
-            return None
-        body: list[s.Literal] = list(events)
-        bound = {v.name for a in events for v in s.variables(a)}
-        others = [lit for lit in rule.body if isinstance(lit, (s.Assign, s.Comparison))]
-        changed = True
-        while changed:
-            changed = False
-            for lit in list(others):
-                inputs = lit.expr if isinstance(lit, s.Assign) else lit
-                if {v.name for v in s.variables(inputs)} <= bound:
-                    body.append(lit)
-                    others.remove(lit)
-                    if isinstance(lit, s.Assign):
-                        bound.add(lit.var.name)
-                    changed = True
-        group_terms = tuple(rule.head.args[i] for i in self.group)
-        if not {v.name for t in group_terms for v in s.variables(t)} <= bound:
-            return None
-        probe = s.Rule(head=s.Atom(name=rule.head.name, args=group_terms, event=True),
-                       body=tuple(body))
-        runners = []
-        for i, lit in enumerate(probe.body):
-            if isinstance(lit, s.Atom):
-                plan = plan_variant(self.info.index, probe, f"pos:{i}")
-                runners.append((lit.name, compile_plan(plan, tables, functions, "insert")))
-        return runners
-
-    def zero_rows(self, tables: dict[str, Table], found: dict[tuple, Row]) -> list[Row]:
-        """count-0 rows for this step's event bindings that matched nothing."""
-        keys: list[tuple] = []
-        for relation, runner in self.zero_probe or ():
-            seed = tables[relation].added
-            if seed:
-                try:
-                    runner(list(seed), keys.append)
-                except PlanFailure as failure:
-                    raise self.failure(failure) from failure.cause
-        position = self.aggregate[0]  # type: ignore[index]
-        rows = []
-        for key in dict.fromkeys(keys):
-            if key not in found:
-                row = list(key)
-                row.insert(position, 0)
-                rows.append(tuple(row))
-        return rows
-
-    def run(self, runner: Runner, seed: Iterable[tuple], emit: Callable) -> None:
+    def run(self, evaluator: Evaluator, seed: Iterable[tuple],
+            exclude: Mapping[str, Set[Row]] = NOTHING) -> Collection[Row]:
         try:
-            runner(seed, emit)
+            return evaluator(seed, exclude)
         except PlanFailure as failure:
             raise self.failure(failure) from failure.cause
 
@@ -155,56 +87,46 @@ class CompiledRule:
         message = (str(cause) if isinstance(cause, ZeroDivisionError)
                    else f"{type(cause).__name__}: {cause}")
         code = "E302" if isinstance(cause, ZeroDivisionError) else "E301"
-        return EvaluationError(code, self.info, message, failure.binding)
+        return EvaluationError(code, self.plan, message, failure.binding)
 
-    def run_trigger(self, trigger: Trigger, mode: str, seed: Iterable[Row],
-                    emit: Callable, exclude: dict[str, set[Row]] | None = None) -> None:
-        try:
-            (trigger.insert if mode == "insert" else trigger.delete)(seed, emit, exclude or {})
-        except PlanFailure as failure:
-            raise self.failure(failure) from failure.cause
-
-    def seeds_of(self, rows: set[Row]) -> Iterable[tuple]:
-        """The full plan's pre-bound values for each head row (the rows themselves when
-        the head is distinct variables in order)."""
-        positions = self.seed_positions
-        if positions == tuple(range(len(self.info.rule.head.args))):
+    def rederive_seeds(self, rows: set[Row]) -> Iterable[tuple]:
+        """The rederivation plan's seeds for head rows (the rows themselves when the head
+        is distinct variables in order)."""
+        columns = self.rederive_columns
+        if columns is None:
             return rows
-        return {tuple(row[i] for i in positions) for row in rows}
+        return {tuple(row[i] for i in columns) for row in rows}
 
-    def evaluate_groups(self, groups: Iterable[tuple], tables: dict[str, Table]) -> dict:
+    def evaluate_groups(self, keys: Iterable[tuple], store) -> dict[tuple, Row]:
         """Group key -> aggregated head row, over all current bindings of those groups."""
-        bags: dict[tuple, list] = defaultdict(list)
-        group, (position, func, _) = self.group, self.aggregate  # type: ignore[misc]
-
-        def collect(row: Row) -> None:
-            bags[tuple(row[i] for i in group)].append(row[position])
-
-        wanted = set(groups)
-        if self.group_is_plain:
-            seeds = [tuple(self._group_seed(g)) for g in wanted]
-            self.run(self.full, seeds, collect)
-        elif self.unit is not None:  # no positive atom: evaluate the whole rule
-            self.run(self.unit, [()], collect)
-        else:  # group columns are expressions: evaluate the whole rule
-            first = next(t for t in self.triggers if t.kind == "pos")
-            self.run_trigger(first, "insert", list(tables[first.relation].rows), collect)
+        aggregation = self.aggregation
+        assert aggregation is not None and self.groups is not None
+        wanted = set(keys)
+        driver = aggregation.groups.driver
+        if isinstance(driver, p.Seed):
+            columns = driver.columns
+            rows = self.run(self.groups, [tuple(key[c] for c in columns) for key in wanted])
+        elif isinstance(driver, p.Scan):  # the whole rule, from all rows of its first atom
+            rows = self.run(self.groups, store.rows(driver.relation))
+        else:
+            rows = self.run(self.groups, ())
+        group = aggregation.group
         result = {}
-        for key in wanted:
-            values = bags.get(key)
-            if values:
-                try:
-                    value = aggregate(func, values)
-                except TypeError as error:
-                    raise EvaluationError("E301", self.info, f"TypeError: {error}") from error
-                row = list(key)
-                row.insert(position, value)
-                result[key] = tuple(row)
+        for row in rows:
+            key = tuple(row[i] for i in group)
+            if key in wanted:
+                result[key] = row
         return result
 
-    def _group_seed(self, key: tuple) -> list:
-        by_position = dict(zip(self.group, key, strict=True))
-        return [by_position[i] for i in self.seed_positions]
+    def zero_rows(self, store, found: Mapping[tuple, Row]) -> list[Row]:
+        """count-0 rows for this step's event bindings that matched nothing."""
+        keys: dict[tuple, None] = {}
+        for relation, evaluator in self.zero:
+            seed = store.added(relation)
+            if seed:
+                keys.update(dict.fromkeys(self.run(evaluator, seed)))
+        position = self.aggregation.position  # type: ignore[union-attr]
+        return [(*key[:position], 0, *key[position:]) for key in keys if key not in found]
 
 
 def _restore_group(args: tuple[dict, tuple, Row | None]) -> None:
@@ -224,31 +146,29 @@ def _count(args: tuple[Counter, Row, int]) -> None:
 
 @dataclass(slots=True)
 class DeferredOutput:
-    writes: list[tuple[CompiledRule, Row]]
-    deletes: list[tuple[CompiledRule, Row]]
-    sends: list[tuple[CompiledRule, Row]]
+    writes: list[tuple[p.RulePlan, Row]]
+    deletes: list[tuple[p.RulePlan, Row]]
+    sends: list[tuple[p.RulePlan, Row]]
 
 
 class Fixpoint:
-    """Evaluates one checked program over a set of tables, one step at a time."""
+    """Evaluates one ProgramPlan on a backend's store, one step at a time."""
 
     # over-deletion of at most this many rows never switches to evaluating afresh
     RECOMPUTE_MIN = 1000
 
-    def __init__(self, checked: CheckedProgram, tables: dict[str, Table],
-                 functions: dict[str, Callable]) -> None:
-        self.tables = tables
-        self.rules: list[CompiledRule] = []
-        for info in checked.rules:
-            view = info.kind == "view" and not info.remote
-            plans = plan_rule(info.index, info.rule, with_negation_drivers=view)
-            self.rules.append(CompiledRule(info, plans, tables, functions))
-        self.strata = [[self.rules[i] for i in stratum.rules] for stratum in checked.strata]
-        self.deferred = [r for r in self.rules if r.info.deferred]
+    def __init__(self, plan: p.ProgramPlan, backend: Backend) -> None:
+        self.store = backend.store
+        relations = plan.relations
+        self.rules = [_Rule(r, backend, relations[r.head].arity) for r in plan.rules]
+        self.strata = [[self.rules[i] for i in stratum.rules] for stratum in plan.strata]
+        self.deferred = [r for r in self.rules if r.plan.deferred]
+        self.keyed = {name: not rel.event and len(rel.keys) < rel.arity
+                      for name, rel in relations.items()}
         self.aggregate_state: dict[int, dict[tuple, Row]] = {
-            r.info.index: {} for r in self.rules if r.aggregate and not r.head_event}
+            r.plan.index: {} for r in self.rules if r.aggregation and not r.head_event}
         self.view_heads = {r.head for r in self.rules
-                           if r.info.kind == "view" and not r.info.deferred}
+                           if r.plan.kind == "view" and not r.plan.deferred}
         # rows of each relation supported by aggregate groups (an aggregate row is derived,
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
@@ -266,27 +186,23 @@ class Fixpoint:
             self._stratum(rules)
         return self._deferred()
 
-    def _snapshot(self, rules: list[CompiledRule]) -> tuple[dict, dict]:
+    def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
-        plus = {name: self._net_added(name) for name in reads}
-        minus = {name: set(self.tables[name].removed) for name in reads}
+        plus = {name: self.store.added(name) for name in reads}
+        minus = {name: set(self.store.removed(name)) for name in reads}
         return plus, minus
 
-    def _net_added(self, name: str) -> set[Row]:
-        """A copy of the rows ``name`` gained in the step so far (its batches unmerged)."""
-        return set().union(*self.tables[name].added_parts())
-
-    def _stratum(self, rules: list[CompiledRule]) -> None:
-        views = [r for r in rules if not r.head_event and r.aggregate is None]
-        events = [r for r in rules if r.head_event and r.aggregate is None]
-        aggregates = [r for r in rules if r.aggregate is not None]
+    def _stratum(self, rules: list[_Rule]) -> None:
+        views = [r for r in rules if not r.head_event and r.aggregation is None]
+        events = [r for r in rules if r.head_event and r.aggregation is None]
+        aggregates = [r for r in rules if r.aggregation is not None]
         plus, minus = self._snapshot(rules)
         for rule in aggregates:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
             for name in {r.head for r in aggregates}:
-                plus[name] = self._net_added(name)
-                minus[name] = set(self.tables[name].removed)
+                plus[name] = self.store.added(name)
+                minus[name] = set(self.store.removed(name))
         overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
             self._insert(views, {}, {}, self._recompute(views))
@@ -298,90 +214,90 @@ class Fixpoint:
         if events:  # they fire on what is new in the step: rederived rows are not
             self._insert(events, *self._snapshot(events))
 
-    def _aggregate(self, rule: CompiledRule, plus: dict, minus: dict) -> None:
+    def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         touched: set[tuple] = set()
-        group = rule.group
-
-        def touch(row: Row) -> None:
-            touched.add(tuple(row[i] for i in group))
-
-        if self.initial and rule.unit is not None:
-            rule.run(rule.unit, [()], touch)
+        if self.initial and rule.start is not None:
+            touched.update(rule.run(rule.start, ()))
         for trigger in rule.triggers:
-            grow, shrink = ((plus, minus) if trigger.kind == "pos" else (minus, plus))
+            grow, shrink = (minus, plus) if trigger.negated else (plus, minus)
             if grow.get(trigger.relation):
-                rule.run_trigger(trigger, "insert", grow[trigger.relation], touch)
-            if shrink.get(trigger.relation):
-                rule.run_trigger(trigger, "delete", shrink[trigger.relation], touch)
-        if not touched and not rule.zero_probe:
+                touched.update(rule.run(trigger.insert, grow[trigger.relation]))
+            if shrink.get(trigger.relation) and trigger.delete is not None:
+                touched.update(rule.run(trigger.delete, shrink[trigger.relation]))
+        if not touched and not rule.zero:
             return
-        fresh = rule.evaluate_groups(touched, self.tables)
-        self.firings[rule.info.label] += len(fresh)
-        table = self.tables[rule.head]
+        fresh = rule.evaluate_groups(touched, self.store)
+        self.firings[rule.plan.label] += len(fresh)
+        store = self.store
+        head = rule.head
         if rule.head_event:
-            for row in [*fresh.values(), *rule.zero_rows(self.tables, fresh)]:
-                if row not in table.rows:
-                    table.add(row)
+            rows = store.rows(head)
+            for row in [*fresh.values(), *rule.zero_rows(store, fresh)]:
+                if row not in rows:
+                    store.add(head, row)
             return
-        state = self.aggregate_state[rule.info.index]
-        support = self.aggregate_support[rule.head]
-        journal = table.journal.entries
+        state = self.aggregate_state[rule.plan.index]
+        support = self.aggregate_support[head]
         for key in touched:
             old, new = state.get(key), fresh.get(key)
             if old == new:
                 continue
-            journal.append((_restore_group, (state, key, old)))
+            store.on_rollback(_restore_group, (state, key, old))
             if old is not None:
                 del state[key]
-                journal.append((_count, (support, old, 1)))
+                store.on_rollback(_count, (support, old, 1))
                 _count((support, old, -1))
-                if (not support.get(old) and old in table.rows
-                        and old not in table.asserted):
-                    table.remove(old)  # another rule may rederive it
+                if (not support.get(old) and old in store.rows(head)
+                        and old not in store.asserted(head)):
+                    store.remove(head, old)  # another rule may rederive it
             if new is not None:
                 state[key] = new
-                journal.append((_count, (support, new, -1)))
+                store.on_rollback(_count, (support, new, -1))
                 _count((support, new, 1))
-                self._add_derived(rule, table, new)
+                self._add_derived(rule, new)
 
-    def _add_derived(self, rule: CompiledRule, table: Table, row: Row) -> bool:
-        if row in table.rows:
+    def _add_derived(self, rule: _Rule, row: Row) -> bool:
+        """Add a derived row to a keyed head, or one of a set-semantics head; a key held by
+        another row is a conflict."""
+        head = rule.head
+        if row in self.store.rows(head):
             return False
-        if table.keyed:
-            holder = table.holder(row)
+        if self.keyed[head]:
+            holder = self.store.holder(head, row)
             if holder is not None:
                 raise EvaluationError(
-                    "E303", rule.info, f"key conflict: derived {format_tuple(table.name, row)} but "
-                    f"{format_tuple(table.name, holder)} holds the same key")
-        table.add(row)
+                    "E303", rule.plan, f"key conflict: derived {format_tuple(head, row)} but "
+                    f"{format_tuple(head, holder)} holds the same key")
+        self.store.add(head, row)
         return True
 
-    def _overdelete(self, views: list[CompiledRule], plus: dict, minus: dict,
+    def _overdelete(self, views: list[_Rule], plus: dict, minus: dict,
                     ) -> dict[str, set[Row]] | None:
         """DRed's first phase: remove every derived row with a derivation through a removed
         row (or through a negated row that appeared). Returns what it removed, or None when
         that grew past a quarter of the stratum's derived rows (in a cycle, over-deletion
         removes nearly everything; evaluating afresh is then cheaper)."""
+        store = self.store
         heads = {r.head for r in views} & self.view_heads
         overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
-        derived = sum(len(self.tables[h].rows) - len(self.tables[h].asserted) for h in heads)
+        derived = sum(len(store.rows(h)) - len(store.asserted(h)) for h in heads)
         budget = max(self.RECOMPUTE_MIN, derived // 4)
         delta = minus
         first = True
         while True:
-            found: dict[str, list[Row]] = defaultdict(list)
+            found: dict[str, set[Row]] = defaultdict(set)
             for rule in views:
                 for trigger in rule.triggers:
-                    seed = (delta.get(trigger.relation) if trigger.kind == "pos"
-                            else plus.get(trigger.relation) if first else None)
-                    if seed:
-                        rule.run_trigger(trigger, "delete", seed, found[rule.head].append)
+                    seed = (plus.get(trigger.relation) if first else None) \
+                        if trigger.negated else delta.get(trigger.relation)
+                    if seed and trigger.delete is not None:
+                        found[rule.head].update(rule.run(trigger.delete, seed))
             first = False
             delta = {}
             for name, rows in found.items():
-                gone = self._derived_only(name, set(rows) & self.tables[name].rows)
+                gone = self._derived_only(name, rows & store.rows(name))
                 if gone:
-                    self.tables[name].remove_many(gone)
+                    store.remove_many(name, gone)
                     overdeleted[name] |= gone
                     delta[name] = gone
                     budget -= len(gone)
@@ -392,107 +308,117 @@ class Fixpoint:
 
     def _derived_only(self, name: str, rows: set[Row]) -> set[Row]:
         """``rows`` without those asserted or supported by an aggregate group."""
-        rows -= self.tables[name].asserted
+        rows -= self.store.asserted(name)
         kept = self.aggregate_support.get(name)
         if kept:
             rows -= kept.keys()
         return rows
 
-    def _recompute(self, views: list[CompiledRule]) -> dict[CompiledRule, set[Row]]:
+    def _recompute(self, views: list[_Rule]) -> dict[_Rule, set[Row]]:
         """Remove every derived row of the views' heads, and derive anew from the current
         tables: the first round of a from-scratch evaluation (semi-naive goes on from it)."""
+        store = self.store
         for head in {r.head for r in views} & self.view_heads:
-            table = self.tables[head]
-            gone = self._derived_only(head, set(table.rows))
+            gone = self._derived_only(head, set(store.rows(head)))
             if gone:
-                table.remove_many(gone)
-        found: dict[CompiledRule, set[Row]] = defaultdict(set)
+                store.remove_many(head, gone)
+        found: dict[_Rule, set[Row]] = defaultdict(set)
         for rule in views:
-            if rule.unit is not None:
-                rule.run(rule.unit, [()], found[rule].add)
+            if rule.start is not None:
+                found[rule].update(rule.run(rule.start, ()))
             # the first positive atom's plan reads every other atom in full
-            first = next((t for t in rule.triggers if t.kind == "pos"), None)
+            first = next((t for t in rule.triggers if not t.negated), None)
             if first is not None:
-                rule.run_trigger(first, "insert", list(self.tables[first.relation].rows),
-                                 found[rule].add)
+                found[rule].update(rule.run(first.insert, list(store.rows(first.relation))))
         return found
 
-    def _rederive(self, views: list[CompiledRule], overdeleted: dict[str, set[Row]],
+    def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:
+        store = self.store
         rederived: dict[str, set[Row]] = {}
         for rule in views:
             candidates = overdeleted.get(rule.head)
-            if not candidates:
+            if not candidates or rule.rederive is None:
                 continue
-            table = self.tables[rule.head]
-            back: list[Row] = []
-            rule.run(rule.full, rule.seeds_of(candidates), back.append)
-            for row in back:
-                if row in candidates and row not in table.rows:
-                    table.add(row)
+            rows = store.rows(rule.head)
+            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates)):
+                if row in candidates and row not in rows:
+                    store.add(rule.head, row)
                     rederived.setdefault(rule.head, set()).add(row)
         return rederived
 
-    def _insert(self, rules: list[CompiledRule], plus: dict, minus: dict,
-                found: dict[CompiledRule, set[Row]] | None = None) -> None:
+    def _insert(self, rules: list[_Rule], plus: dict, minus: dict,
+                found: dict[_Rule, set[Row]] | None = None) -> None:
         """Semi-naive insertion from the new rows ``plus`` (and, for views, the rows that
         left a negated relation, ``minus``); ``found`` replaces the first round."""
+        store = self.store
         delta = plus
         first = True
         while True:
             if found is None:
-                found = defaultdict(set)
+                found = {}
                 for rule in rules:
-                    if first and self.initial and rule.unit is not None:
-                        rule.run(rule.unit, [()], found[rule].add)
+                    if first and self.initial and rule.start is not None:
+                        _gather(found, rule, rule.run(rule.start, ()))
                     for trigger in rule.triggers:
-                        seed = (delta.get(trigger.relation) if trigger.kind == "pos"
-                                else minus.get(trigger.relation) if first else None)
+                        seed = (minus.get(trigger.relation) if first else None) \
+                            if trigger.negated else delta.get(trigger.relation)
                         if seed:
-                            rule.run_trigger(trigger, "insert", seed, found[rule].add, delta)
+                            _gather(found, rule, rule.run(trigger.insert, seed, delta))
             first = False
             delta = {}
             for rule, rows in found.items():
-                table = self.tables[rule.head]
-                if table.keyed:
+                head = rule.head
+                if self.keyed[head]:
                     for row in rows:
-                        if self._add_derived(rule, table, row):
-                            self.firings[rule.info.label] += 1
-                            delta.setdefault(rule.head, set()).add(row)
+                        if self._add_derived(rule, row):
+                            self.firings[rule.plan.label] += 1
+                            delta.setdefault(head, set()).add(row)
                     continue
                 # another rule may have added some of these rows in this round
-                new = rows if rule.novel_only and rule.head not in delta else \
-                    rows - table.rows
-                self.firings[rule.info.label] += len(new)
+                new = rows if rule.novel_only and head not in delta else \
+                    rows - store.rows(head)
+                self.firings[rule.plan.label] += len(new)
                 if new:
-                    table.add_new(new)  # journals ``new``: not to be mutated from here on
-                    if rule.head in delta:
-                        delta[rule.head] = delta[rule.head] | new
+                    store.add_many(head, new)  # the store keeps ``new``: not mutated after
+                    if head in delta:
+                        delta[head] = delta[head] | new
                     else:
-                        delta[rule.head] = new
+                        delta[head] = new
             found = None
             if not delta:
                 return
 
     def _deferred(self) -> DeferredOutput:
         out = DeferredOutput([], [], [])
+        store = self.store
         for rule in self.deferred:
             rows: list[Row] = []
-            new = {t.relation: self.tables[t.relation].added for t in rule.triggers}
-            if self.initial and rule.unit is not None:
-                rule.run(rule.unit, [()], rows.append)
+            new = {t.relation: store.added(t.relation) for t in rule.triggers}
+            if self.initial and rule.start is not None:
+                rows.extend(rule.run(rule.start, ()))
             for trigger in rule.triggers:
                 seed = new[trigger.relation]
                 if seed:
-                    rule.run_trigger(trigger, "insert", list(seed), rows.append, new)
-            if rule.aggregate is not None:
-                fresh = rule.evaluate_groups({tuple(r[i] for i in rule.group) for r in rows},
-                                             self.tables) if rows else {}
-                rows = [*fresh.values(), *rule.zero_rows(self.tables, fresh)]
+                    rows.extend(rule.run(trigger.insert, seed, new))
+            if rule.aggregation is not None:
+                fresh = rule.evaluate_groups(rows, store) if rows else {}
+                rows = [*fresh.values(), *rule.zero_rows(store, fresh)]
             if not rows:
                 continue
-            self.firings[rule.info.label] += len(rows)
-            target = (out.sends if rule.info.remote else
-                      out.deletes if rule.info.kind == "delete" else out.writes)
-            target.extend((rule, row) for row in dict.fromkeys(rows))
+            self.firings[rule.plan.label] += len(rows)
+            target = (out.sends if rule.plan.remote else
+                      out.deletes if rule.plan.kind == "delete" else out.writes)
+            target.extend((rule.plan, row) for row in dict.fromkeys(rows))
         return out
+
+
+def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) -> None:
+    """Collect a rule's output of a round (the first batch is kept as it is)."""
+    if not rows:
+        return
+    have = found.get(rule)
+    if have is None:
+        found[rule] = rows  # type: ignore[assignment]
+    else:
+        have |= rows  # type: ignore[operator]

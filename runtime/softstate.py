@@ -12,15 +12,14 @@ import heapq
 import itertools
 import math
 
-from runtime.store import Journal, Row, Table
+from overlog.runtime.backend import Row, Store
 
 
 class SoftState:
-    def __init__(self, table: Table, lifetime: float, size: float, journal: Journal) -> None:
-        self.table = table
+    def __init__(self, store: Store, lifetime: float, size: float) -> None:
+        self.store = store
         self.lifetime = lifetime
         self.size = size
-        self.journal = journal
         self.stamps: dict[Row, float] = {}
         self.heap: list[tuple[float, int, Row]] = []
         self.seq = itertools.count()
@@ -34,12 +33,12 @@ class SoftState:
 
     def stamp(self, row: Row, now: float) -> None:
         """``row`` was inserted or refreshed at ``now``."""
-        self.journal.entries.append((lambda old: self._set(row, old), self.stamps.get(row)))
+        self.store.on_rollback(lambda old: self._set(row, old), self.stamps.get(row))
         self._set(row, now)
 
     def forget(self, row: Row) -> None:
         if row in self.stamps:
-            self.journal.entries.append((lambda old: self._set(row, old), self.stamps[row]))
+            self.store.on_rollback(lambda old: self._set(row, old), self.stamps[row])
             self._set(row, None)
 
     def _oldest(self) -> tuple[float, Row] | None:

@@ -1,4 +1,5 @@
-"""Tables: rows, hash indexes maintained incrementally, assertions, and per-step net changes.
+"""The local store: tables of rows, hash indexes maintained incrementally, assertions, and
+per-step net changes; ``LocalStore`` is the ``Store`` of ``runtime/backend.py`` over them.
 
 Every mutation goes through ``Table.add`` / ``Table.remove``, their batch forms ``add_new`` /
 ``remove_many`` (and ``assert_row`` / ``retract_row``), which keep the indexes, the step's net
@@ -9,9 +10,12 @@ present: the callers check.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from overlog.analysis import Relation
 
 Row = tuple
 EMPTY: frozenset = frozenset()
@@ -276,3 +280,70 @@ class Table:
         self._batches = []
         self.indexes = {cols: defaultdict(list) for cols in self.indexes}
         self._index_rows = _make_indexer(self.indexes)
+
+
+class LocalStore:
+    """The ``Store`` protocol over one ``Table`` per relation, with one journal."""
+
+    def __init__(self, relations: Mapping[str, Relation]) -> None:
+        self.journal = Journal()
+        self.tables = {name: Table(name, rel.arity, rel.event, rel.keys, self.journal)
+                       for name, rel in relations.items()}
+        self._events = [t for t in self.tables.values() if t.event]
+        self._persistent = [t for t in self.tables.values() if not t.event]
+
+    def table(self, relation: str) -> Table:
+        return self.tables[relation]
+
+    def rows(self, relation: str) -> set[Row]:
+        return self.tables[relation].rows
+
+    def asserted(self, relation: str) -> set[Row]:
+        return self.tables[relation].asserted
+
+    def added(self, relation: str) -> set[Row]:
+        return set().union(*self.tables[relation].added_parts())
+
+    def added_parts(self, relation: str) -> list[set[Row]]:
+        return self.tables[relation].added_parts()
+
+    def removed(self, relation: str) -> set[Row]:
+        return self.tables[relation].removed
+
+    def holder(self, relation: str, row: Row) -> Row | None:
+        return self.tables[relation].holder(row)
+
+    def add(self, relation: str, row: Row) -> None:
+        self.tables[relation].add(row)
+
+    def add_many(self, relation: str, rows: set[Row]) -> None:
+        self.tables[relation].add_new(rows)
+
+    def remove(self, relation: str, row: Row) -> None:
+        self.tables[relation].remove(row)
+
+    def remove_many(self, relation: str, rows: set[Row]) -> None:
+        self.tables[relation].remove_many(rows)
+
+    def assert_row(self, relation: str, row: Row) -> None:
+        self.tables[relation].assert_row(row)
+
+    def retract_row(self, relation: str, row: Row) -> None:
+        self.tables[relation].retract_row(row)
+
+    def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
+        self.journal.entries.append((undo, arg))
+
+    def rollback(self) -> None:
+        self.journal.rollback()
+
+    def commit(self) -> None:
+        self.journal.entries.clear()
+
+    def begin_step(self) -> None:
+        for table in self._events:
+            table.end_events()
+
+    def end_step(self) -> None:
+        for table in self._persistent:
+            table.clear_step()

@@ -6,32 +6,15 @@ have four fields; the three-argument form reads the first three (Count = infinit
 from __future__ import annotations
 
 import itertools
-import math
-from typing import TYPE_CHECKING
 
-from overlog import syntax as s
-
-if TYPE_CHECKING:
-    from runtime.engine import Engine
+from overlog.runtime.events import EventAPI
 
 RELATION = "periodic"
 
 
-def timers(program: s.Program) -> list[tuple[float, float]]:
-    """(period, count) of every periodic atom in the program's rule bodies."""
-    found: dict[tuple[float, float], None] = {}
-    for rule in program.rules:
-        for literal in rule.body:
-            if isinstance(literal, s.Atom) and literal.name == RELATION:
-                period = literal.args[2].value  # type: ignore[union-attr]
-                count = literal.args[3].value if literal.arity == 4 else math.inf  # type: ignore
-                found[(period, count)] = None
-    return list(found)
-
-
-def install(engine: Engine) -> None:
+def install(engine: EventAPI) -> None:
     """Schedule each timer's first firing and re-arm it after each one."""
-    schedule = timers(engine.checked.program)
+    schedule = engine.plan.timers
     if not schedule:
         return
     ids = itertools.count(1)

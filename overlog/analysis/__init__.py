@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from overlog import syntax as s
-from overlog.analysis.catalog import NATIVE_HANDLER, Relation, build_catalog
+from overlog.analysis.catalog import NATIVE_HANDLER, NativesCheck, Relation, build_catalog
 from overlog.analysis.safety import check_statements
 from overlog.analysis.strata import RuleInfo, Stratum, stratify
 from overlog.diagnostics import Diagnostic
@@ -19,7 +19,7 @@ from overlog.errors import SemanticError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.source import Source
 
-__all__ = ["CheckedProgram", "Relation", "RuleInfo", "Stratum", "analyze"]
+__all__ = ["CheckedProgram", "NativesCheck", "Relation", "RuleInfo", "Stratum", "analyze"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +46,13 @@ class CheckedProgram:
 
 
 def analyze(program: s.Program, source: Source,
-            functions: Mapping[str, tuple[int, float]] | None = None) -> CheckedProgram:
-    """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most))."""
+            functions: Mapping[str, tuple[int, float]] | None = None,
+            natives: NativesCheck | None = None) -> CheckedProgram:
+    """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most));
+    ``natives`` checks that native handlers' targets resolve."""
     known = ChainMap(dict(functions or {}) if isinstance(functions, dict) else functions or {},
                      BUILTIN_FUNCTIONS)
-    relations, diagnostics = build_catalog(program)
+    relations, diagnostics = build_catalog(program, natives)
     diagnostics += check_statements(program, known)
     warnings = [d for d in diagnostics if not d.is_error]
     if len(warnings) != len(diagnostics):

@@ -1,13 +1,14 @@
 """Names pass: which relations exist, their arity, persistent or event, keys and lifetimes.
 
 Reports arity mismatches, persistent/event conflicts, bad declarations, reserved names, misuse
-of the built-in relations, and unknown native handlers.
+of the built-in relations, and native handlers that are malformed or (with a ``natives``
+checker from the layer that owns them) cannot be resolved.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from overlog import syntax as s
@@ -32,6 +33,7 @@ class Relation:
     declared: bool = False  # has a materialize(...) declaration
     builtin: bool = False  # fed by the runtime (periodic)
     span: Span | None = None  # declaration, or first use
+    location: int | None = None  # the column its uses mark with `@`: the tuple's address
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,24 +43,26 @@ class _Use:
     event: bool
     span: Span | None
     role: str  # "head" | "body" | "negated" | "fact"
+    loc: int | None = None  # the column marked `@`
+
+
+def _use(atom: s.Atom, role: str) -> _Use:
+    return _Use(atom.name, atom.arity, atom.event, atom.span, role,
+                atom.locs[0] if atom.locs else None)
 
 
 def _uses(program: s.Program) -> list[_Use]:
     uses = []
     for statement in program.statements:
         if isinstance(statement, s.Fact):
-            atom = statement.atom
-            uses.append(_Use(atom.name, atom.arity, atom.event, atom.span, "fact"))
+            uses.append(_use(statement.atom, "fact"))
         elif isinstance(statement, s.Rule):
-            head = statement.head
-            uses.append(_Use(head.name, head.arity, head.event, head.span, "head"))
+            uses.append(_use(statement.head, "head"))
             for literal in statement.body:
                 if isinstance(literal, s.Atom):
-                    uses.append(_Use(literal.name, literal.arity, literal.event, literal.span,
-                                     "body"))
+                    uses.append(_use(literal, "body"))
                 elif isinstance(literal, s.Negation):
-                    atom = literal.atom
-                    uses.append(_Use(atom.name, atom.arity, atom.event, atom.span, "negated"))
+                    uses.append(_use(literal.atom, "negated"))
     return uses
 
 
@@ -74,10 +78,16 @@ def _form(name: str, event: bool) -> str:
     return f"{name}[...]" if event else f"{name}(...)"
 
 
-def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnostic]]:
-    """The program's relations, in order of first appearance, and the errors found."""
+NativesCheck = Callable[[str], "str | None"]  # "module:function" -> None, or what is wrong
+
+
+def build_catalog(program: s.Program, natives: NativesCheck | None = None,
+                  ) -> tuple[dict[str, Relation], list[Diagnostic]]:
+    """The program's relations, in order of first appearance, and the errors found.
+    ``natives`` checks the targets of native handlers; without it, only their form is."""
     diagnostics: list[Diagnostic] = []
     first: dict[str, _Use] = {}
+    located: dict[str, _Use] = {}  # the first use of each relation with a `@`
     reported_reserved: set[str] = set()
 
     for use in _uses(program):
@@ -102,6 +112,8 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
         seen = first.get(use.name)
         if seen is None:
             first[use.name] = use
+            if use.loc is not None:
+                located[use.name] = use
             continue
         if seen.event != use.event:
             diagnostics.append(Diagnostic(
@@ -118,6 +130,16 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
                 use.span,
                 notes=(Note(f"first used with {_plural(seen.arity, 'argument')} here",
                             seen.span),)))
+        if use.loc is None:
+            continue
+        where = located.setdefault(use.name, use)
+        if where.loc != use.loc and seen.event == use.event and seen.arity == use.arity:
+            diagnostics.append(Diagnostic(
+                "E226", f"relation `{use.name}` has its location specifier `@` on field "
+                f"{use.loc + 1} here but on field {where.loc + 1} before", use.span,
+                notes=(Note(f"`@` on field {where.loc + 1} here", where.span),
+                       Note("a tuple's address is the same field in every use of its "
+                            "relation"))))
 
     declarations: dict[str, s.Materialize] = {}
     for statement in program.statements:
@@ -129,7 +151,7 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
                 "E220", f"`watch` names relation `{statement.name}`, which the program does "
                 "not use", statement.span))
         elif isinstance(statement, s.Fact) and statement.atom.name == NATIVE_HANDLER:
-            diagnostics += _check_native_handler(statement.atom, first)
+            diagnostics += _check_native_handler(statement.atom, first, natives)
 
     relations: dict[str, Relation] = {}
     for name, use in first.items():
@@ -144,7 +166,8 @@ def build_catalog(program: s.Program) -> tuple[dict[str, Relation], list[Diagnos
         relations[name] = Relation(name=name, arity=use.arity, event=use.event, keys=keys,
                                    lifetime=lifetime, size=size,
                                    declared=declaration is not None,
-                                   builtin=name in (PERIODIC, ERROR), span=span)
+                                   builtin=name in (PERIODIC, ERROR), span=span,
+                                   location=located[name].loc if name in located else None)
     return relations, diagnostics
 
 
@@ -203,7 +226,8 @@ def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],
     return problems
 
 
-def _check_native_handler(atom: s.Atom, first: dict[str, _Use]) -> list[Diagnostic]:
+def _check_native_handler(atom: s.Atom, first: dict[str, _Use],
+                          natives: NativesCheck | None) -> list[Diagnostic]:
     usage = (f"write `{NATIVE_HANDLER}[\"relation\", \"module:function\"].`")
     if not atom.event or atom.arity != 2 or not all(
             isinstance(a, s.Const) and isinstance(a.value, str) for a in atom.args):
@@ -219,21 +243,9 @@ def _check_native_handler(atom: s.Atom, first: dict[str, _Use]) -> list[Diagnost
         problems.append(Diagnostic(
             "E218", f"native handlers listen to event relations; `{relation}` is persistent",
             atom.args[0].span, notes=(Note(f"`{relation}` used here", use.span),)))
-    error = resolve_handler(target)
+    module_name, _, function = target.partition(":")
+    error = (f"native handler `{target}` must be written `module:function`"
+             if not module_name or not function else natives(target) if natives else None)
     if error:
         problems.append(Diagnostic("E218", error, atom.args[1].span))
     return problems
-
-
-def resolve_handler(target: str) -> str | None:
-    """None if ``module:function`` names a callable, else what is wrong with it."""
-    module_name, _, function = target.partition(":")
-    if not module_name or not function:
-        return f"native handler `{target}` must be written `module:function`"
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # any import failure is the user's to see, not a crash
-        return f"unknown native handler `{target}`: cannot import `{module_name}` ({error})"
-    if not callable(getattr(module, function, None)):
-        return f"unknown native handler `{target}`: `{module_name}` has no function `{function}`"
-    return None

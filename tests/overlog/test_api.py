@@ -14,9 +14,9 @@ from overlog.source import Span
 
 def test_public_names() -> None:
     assert set(overlog.__all__) == {
-        "ANY", "CheckedProgram", "CompileError", "Diagnostic", "Engine", "OverlogError",
-        "OverlogRuntimeError", "ParseError", "SemanticError", "StepError", "StepReport",
-        "compile_program", "format_program", "parse"}
+        "ANY", "CheckedProgram", "CompileError", "DeliveryError", "Diagnostic", "Engine",
+        "OverlogError", "OverlogRuntimeError", "ParseError", "ProgramPlan", "SemanticError",
+        "StepError", "StepReport", "compile_program", "format_program", "parse"}
     for name in overlog.__all__:
         assert getattr(overlog, name) is not None
 
@@ -31,14 +31,18 @@ def test_exception_tree() -> None:
     assert issubclass(overlog.ParseError, overlog.CompileError)
     assert issubclass(overlog.SemanticError, overlog.CompileError)
     assert issubclass(overlog.OverlogRuntimeError, overlog.OverlogError)
+    assert issubclass(overlog.StepError, overlog.OverlogRuntimeError)
+    assert issubclass(overlog.DeliveryError, overlog.OverlogRuntimeError)
+    assert issubclass(overlog.DeliveryError, ValueError)
 
 
-def test_compile_program_returns_checked_program() -> None:
-    checked = overlog.compile_program('link("a", "b").\nreach(X, Y) :- link(X, Y).\n')
-    assert isinstance(checked, overlog.CheckedProgram)
-    assert list(checked.relations) == ["link", "reach"]
-    assert [(r.kind, r.stratum) for r in checked.rules] == [("view", 0)]
-    assert checked.warnings == ()
+def test_compile_program_returns_the_program_plan() -> None:
+    plan = overlog.compile_program('link("a", "b").\nreach(X, Y) :- link(X, Y).\n')
+    assert isinstance(plan, overlog.ProgramPlan)
+    assert list(plan.relations) == ["link", "reach"]
+    assert [(r.kind, r.stratum, r.head) for r in plan.rules] == [("view", 0, "reach")]
+    assert [trigger.relation for trigger in plan.rules[0].triggers] == ["link"]
+    assert plan.checked.warnings == ()
 
 
 def test_compile_error_carries_every_diagnostic() -> None:
@@ -61,13 +65,23 @@ def test_user_functions_are_known_when_declared() -> None:
     source = "item(1).\nh(X, H) :- item(X), H := f_hash(X).\n"
     with pytest.raises(overlog.SemanticError, match="unknown function `f_hash`"):
         overlog.compile_program(source)
-    checked = overlog.compile_program(source, functions={"f_hash": (1, 1)})
-    assert len(checked.rules) == 1
+    plan = overlog.compile_program(source, functions={"f_hash": (1, 1)})
+    assert len(plan.rules) == 1
 
 
-def test_import_overlog_does_not_import_runtime() -> None:
-    code = ("import sys, overlog; overlog.compile_program('p(1).'); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('runtime', 'stdlib')))")
+def test_native_handlers_are_checked_against_the_standard_library() -> None:
+    source = 'a["x"].\nregisterNativeEventHandler["a", "stdlib.io:nope"].\n'
+    with pytest.raises(overlog.SemanticError, match=r"`stdlib.io` has no function `nope`"):
+        overlog.compile_program(source)
+    from overlog.compile import compile_program  # the language layer checks only the form
+
+    assert compile_program(source).handlers == (("a", "stdlib.io:nope"),)
+
+
+def test_the_language_layer_does_not_load_the_runtime() -> None:
+    code = ("import sys, overlog.compile; overlog.compile.compile_program('p(1).'); "
+            "print(sorted(m for m in sys.modules if m.startswith(('overlog.runtime', "
+            "'overlog.stdlib', 'runtime', 'stdlib'))))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout == "[]\n"

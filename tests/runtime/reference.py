@@ -13,7 +13,7 @@ from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import CheckedProgram
-from runtime.builtins import aggregate, divide, make_functions, remainder
+from overlog.runtime.builtins import aggregate, divide, make_functions, remainder
 
 Binding = dict[str, Any]
 PURE = {name: fn for name, fn in make_functions(lambda: 0.0, random.Random(0)).items()

@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from overlog import Engine
 from overlog.errors import StepError
 from overlog.printer import format_value
-from runtime.engine import Engine
 from tests.runtime.reference import closure
 
 RISKY_RULES = [
@@ -55,7 +55,7 @@ def test_failures_are_contained(rules, facts, events) -> None:
     reports = engine.run()
     assert engine.idle
     assert all(isinstance(e, StepError) for r in reports for e in r.errors)
-    base = {name: set(table.asserted) for name, table in engine.tables.items()}
+    base = {name: set(engine.store.asserted(name)) for name in engine.relations}
     try:
         reference = closure(engine.checked, base)
     except (TypeError, ValueError, ZeroDivisionError):

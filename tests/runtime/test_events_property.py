@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from overlog import Engine
 from overlog.errors import CompileError
-from runtime.engine import Engine
 from tests.runtime.reference import closure
 from tests.runtime.test_views_property import TEMPLATES
 
@@ -75,7 +75,7 @@ def test_state_changes_match_model_and_views_match_reference(rules, steps) -> No
         # each retry of the step finds one conflicting write and quarantines its event
         assert [(e.code, len(e.quarantined)) for e in errors] == [("E303", 1)] * expected_errors
         for name in "abk":
-            assert set(engine.tables[name].asserted) == base[name], name
+            assert set(engine.store.asserted(name)) == base[name], name
         reference = closure(engine.checked, base)
         for name, relation in engine.checked.relations.items():
             if not relation.event:

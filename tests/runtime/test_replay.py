@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.engine import Engine
+from overlog import Engine
 
 PROGRAM = """
 materialize(k, 3, 4, keys(1)).

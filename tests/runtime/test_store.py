@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import store
-from runtime.store import Journal, Table
+from overlog.runtime import store
+from overlog.runtime.store import Journal, Table
 
 COLUMNS = ((0,), (1,), (0, 2))
 values = st.integers(0, 2)

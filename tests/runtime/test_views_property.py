@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from overlog import Engine
 from overlog import syntax as s
 from overlog.errors import CompileError
-from runtime.engine import Engine
-from runtime.seminaive import Fixpoint
+from overlog.runtime.seminaive import Fixpoint
 from tests.runtime.reference import bindings, closure, value
 
 # Rule templates over base relations a/2 and b/2 (k/2 keyed on its first field), ordered so

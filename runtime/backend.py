@@ -1,0 +1,122 @@
+"""The seam between the fixpoint and the executors: a ``Store`` of relations and a ``Backend``
+that evaluates plans on it, both set-at-a-time.
+
+The fixpoint (``runtime/seminaive.py``) and the timestep (``runtime/engine.py``) use only
+these protocols. The local backend (``runtime/local.py`` over ``runtime/store.py``) keeps
+rows in Python sets with hash indexes; a Spark backend keeps them as DataFrames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from typing import Any, Protocol
+
+from overlog.plan import Expr, Plan
+
+Row = tuple
+
+
+class PlanFailure(Exception):
+    """An expression failed while evaluating a plan: carries the cause (the exception the
+    expression raised, or that a user function raised) and the binding at that point."""
+
+    def __init__(self, cause: BaseException, binding: dict[str, Any]):
+        super().__init__(str(cause))
+        self.cause = cause
+        self.binding = binding
+
+
+class FunctionError(Exception):
+    """A user function raised: ``cause`` is what it raised. Backends wrap user functions so
+    that only their errors, not every exception, count as the program's."""
+
+    def __init__(self, name: str, cause: BaseException) -> None:
+        super().__init__(f"{name}: {cause}")
+        self.name = name
+        self.cause = cause
+
+
+class Store(Protocol):
+    """Every relation's rows for the current step. Views of rows are live sets: read them,
+    never mutate them. Mutations are journaled until ``commit`` (or undone by ``rollback``);
+    callers add only absent rows and remove only present ones."""
+
+    def rows(self, relation: str) -> Set[Row]: ...
+
+    def asserted(self, relation: str) -> Set[Row]:
+        """Rows put there by facts, inserts and event rules (the rest is derived)."""
+
+    def added(self, relation: str) -> set[Row]:
+        """A new set of the rows added in the step so far (and not removed since)."""
+
+    def added_parts(self, relation: str) -> list[Set[Row]]:
+        """``added`` as disjoint live sets, without merging them (for reports)."""
+
+    def removed(self, relation: str) -> Set[Row]:
+        """The rows removed in the step so far (for an event relation: last step's)."""
+
+    def holder(self, relation: str, row: Row) -> Row | None:
+        """The row holding ``row``'s key (keyed relations), else ``row`` if present."""
+
+    def add(self, relation: str, row: Row) -> None: ...
+
+    def add_many(self, relation: str, rows: set[Row]) -> None:
+        """Add rows known to be absent; the store keeps ``rows``: do not mutate it after."""
+
+    def remove(self, relation: str, row: Row) -> None: ...
+
+    def remove_many(self, relation: str, rows: set[Row]) -> None: ...
+
+    def assert_row(self, relation: str, row: Row) -> None: ...
+
+    def retract_row(self, relation: str, row: Row) -> None: ...
+
+    def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
+        """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the
+        store, such as aggregate groups)."""
+
+    def rollback(self) -> None: ...
+
+    def commit(self) -> None:
+        """The step's changes are fixed: forget the journal."""
+
+    def begin_step(self) -> None:
+        """Event relations lose last step's rows (they become ``removed``)."""
+
+    def end_step(self) -> None:
+        """Forget the step's added and removed rows of persistent relations."""
+
+
+class Evaluator(Protocol):
+    def __call__(self, seed: Iterable[tuple],
+                 exclude: Mapping[str, Set[Row]] = ...) -> Collection[Row]:
+        """The plan's output over ``seed`` (rows of the driver's relation, seed values, or
+        ignored for a ``Unit`` driver); ``old`` joins skip the rows in ``exclude``.
+        A set of rows, or for a plan with an ``Aggregate``, one row per group. Raises
+        PlanFailure when an expression fails."""
+
+
+class Backend(Protocol):
+    store: Store
+
+    def prepare(self, plan: Plan) -> Evaluator:
+        """Compile ``plan`` once; the evaluator reads the store as it is when called."""
+
+    def values(self, exprs: tuple[Expr, ...]) -> tuple:
+        """The values of ground expressions (a fact's arguments). Raises PlanFailure."""
+
+
+def guard_functions(functions: Mapping[str, Callable], user: Collection[str],
+                    ) -> dict[str, Callable]:
+    """``functions`` with each user function wrapped so that what it raises becomes a
+    FunctionError (an error of the program), distinct from a bug of the engine's."""
+
+    def guarded(name: str, fn: Callable) -> Callable:
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as error:
+                raise FunctionError(name, error) from error
+        return call
+
+    return {name: guarded(name, fn) if name in user else fn for name, fn in functions.items()}

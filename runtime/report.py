@@ -1,0 +1,87 @@
+"""What a step did (``StepReport``), and the total order of values used to sort rows."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Set
+from dataclasses import dataclass, field
+from typing import Any
+
+from overlog.errors import OverlogError
+from overlog.printer import format_tuple
+from overlog.runtime.events import Outbound
+
+Row = tuple
+
+
+@dataclass
+class StepReport:
+    """What a step did: its events and net table changes (relation -> sorted rows), the
+    tuples it sent, and the errors reported. Rows are sorted when first read, so an unread
+    report costs nothing."""
+
+    step: int
+    time: float
+    errors: list[OverlogError] = field(default_factory=list)
+    firings: dict[str, int] = field(default_factory=dict)  # rule label -> new tuples derived
+    sent: list[Outbound] = field(default_factory=list)  # in the order the rules sent them
+    # kind -> relation -> the rows, as disjoint sets (merged and sorted only when read)
+    _raw: dict[str, dict[str, list[Set[Row]]]] = field(default_factory=lambda: {
+        "events": {}, "inserted": {}, "deleted": {}}, repr=False)
+    _sorted: dict[tuple[str, str], list[Row]] = field(default_factory=dict, repr=False)
+
+    def rows(self, kind: str, relation: str) -> list[Row]:
+        """Sorted rows of ``relation`` for ``kind`` ("events", "inserted" or "deleted")."""
+        found = self._sorted.get((kind, relation))
+        if found is None:
+            found = sorted_rows(itertools.chain.from_iterable(
+                self._raw[kind].get(relation, ())))
+            self._sorted[(kind, relation)] = found
+        return found
+
+    def counts(self, kind: str) -> dict[str, int]:
+        """How many rows of each relation the step has for ``kind``, without sorting."""
+        return {name: sum(map(len, parts)) for name, parts in self._raw[kind].items()}
+
+    def _all(self, kind: str) -> dict[str, list[Row]]:
+        return {name: self.rows(kind, name) for name in self._raw[kind]}
+
+    @property
+    def events(self) -> dict[str, list[Row]]:
+        return self._all("events")
+
+    @property
+    def inserted(self) -> dict[str, list[Row]]:
+        return self._all("inserted")
+
+    @property
+    def deleted(self) -> dict[str, list[Row]]:
+        return self._all("deleted")
+
+
+def sort_key(value: Any) -> tuple:
+    """A total order over Overlog values (for deterministic output)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, bool):
+        return (1, value)
+    if isinstance(value, (int, float)):
+        return (2, value)
+    if isinstance(value, str):
+        return (3, value)
+    if isinstance(value, tuple):
+        return (4, tuple(sort_key(v) for v in value))
+    return (5, repr(value))
+
+
+def sorted_rows(rows: Iterable[Row]) -> list[Row]:
+    rows = list(rows)  # an iterator would be spent by a first, failed attempt
+    try:
+        rows.sort()  # same-typed columns: the common, fast case
+    except TypeError:
+        rows.sort(key=lambda row: tuple(sort_key(v) for v in row))
+    return rows
+
+
+def sorted_tuples(relation: str, rows: Iterable[Row]) -> list[str]:
+    return [format_tuple(relation, row) for row in sorted_rows(rows)]
