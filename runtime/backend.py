@@ -52,6 +52,10 @@ class Store(Protocol):
     def added_parts(self, relation: str) -> list[Set[Row]]:
         """``added`` as disjoint live sets, without merging them (for reports)."""
 
+    def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
+        """New sets of the rows each relation gained and lost in the step so far (``added``
+        and ``removed``, in one call)."""
+
     def removed(self, relation: str) -> Set[Row]:
         """The rows removed in the step so far (for an event relation: last step's)."""
 

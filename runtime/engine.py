@@ -89,7 +89,7 @@ class Engine:
         self.address = address
         self.clock = make_clock(clock)
         self.rng = random.Random(seed)
-        self.now = 0.0
+        self.now = self.clock.now()
         self.step_count = 0
         relations = {**plan.relations}
         relations.setdefault(ERROR_RELATION, _ERROR)
@@ -265,8 +265,9 @@ class Engine:
                     else:
                         quarantined.append((culprit, failure.error))
                         inputs = [i for i in inputs if i is not culprit]
-        except BaseException:  # a bug of ours, or an interrupt: leave the tables as they were
+        except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
             store.rollback()
+            self._unstep(inputs)
             raise
         finally:
             gc.set_threshold(*thresholds)
@@ -287,6 +288,14 @@ class Engine:
         self._post_listeners(report)
         store.end_step()  # the report keeps this step's change sets
         return report
+
+    def _unstep(self, inputs: list[tuple[str, str, Row]]) -> None:
+        """Put a step's inputs back, in order, for the next step to take."""
+        self.step_count -= 1
+        for kind, relation, row in reversed(inputs):
+            if kind == "event":
+                self.queue.push_front(self.now, relation, row)
+        self.pending[:0] = [i for i in inputs if i[0] != "event"]
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
         try:
@@ -408,11 +417,18 @@ class Engine:
         return changes, deferred.sends
 
     def _send(self, report: StepReport, sends: Iterable[tuple[RulePlan, Row]]) -> None:
-        """The step's outbound tuples leave as ``send`` events, in the order sent."""
+        """The step's outbound tuples leave as ``send`` events: rule by rule, each rule's rows
+        sorted (so what leaves does not depend on the order of sets)."""
+        if not sends and not self._outbox:
+            return
         outbound, self._outbox = self._outbox, []
+        by_rule: dict[int, tuple[RulePlan, list[Row]]] = {}
         for rule, row in sends:
+            by_rule.setdefault(rule.index, (rule, []))[1].append(row)
+        for rule, rows in by_rule.values():
             op = "event" if rule.head_event else "delete" if rule.kind == "delete" else "insert"
-            outbound.append(Outbound(row[rule.location], rule.head, op, row))  # type: ignore
+            outbound += [Outbound(row[rule.location], rule.head, op, row)  # type: ignore
+                         for row in sorted_rows(rows)]
         report.sent = outbound
         listeners = [listener for listener in self.listeners if listener.phase == "send"]
         for message in outbound:
@@ -430,6 +446,8 @@ class Engine:
         self._take_deliveries()  # what was delivered to this node keeps its place in line
 
     def _take_deliveries(self) -> None:
+        if not self._inbox:
+            return
         for kind, relation, row in self._inbox.take():
             if kind == "event":
                 self.queue.push(self.now, relation, row)

@@ -63,6 +63,10 @@ class EventQueue:
     def push(self, when: float, relation: str, row: tuple) -> None:
         heapq.heappush(self._heap, (when, next(self._seq), relation, row))
 
+    def push_front(self, when: float, relation: str, row: tuple) -> None:
+        """Queue an event ahead of every other one due at ``when`` (an event handed back)."""
+        heapq.heappush(self._heap, (when, -next(self._seq), relation, row))
+
     def pop_due(self, now: float) -> list[tuple[str, tuple]]:
         due = []
         while self._heap and self._heap[0][0] <= now:

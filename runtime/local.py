@@ -59,11 +59,32 @@ class LocalBackend:
         return run
 
     def values(self, exprs: tuple[p.Expr, ...]) -> tuple:
-        if all(isinstance(e, p.Const) for e in exprs):
-            return tuple(e.value for e in exprs)  # type: ignore[union-attr]
-        plan = p.Plan(driver=p.Unit(), operators=(), project=p.Project(terms=exprs))
-        return next(iter(self.prepare(plan)(())))
+        try:
+            return tuple(self._value(e) for e in exprs)
+        except EXPRESSION_ERRORS as error:
+            cause = error.cause if isinstance(error, FunctionError) else error
+            raise PlanFailure(cause, {}) from error
 
+    def _value(self, expr: p.Expr) -> Any:
+        """A ground expression's value, interpreted (facts: once each, no code to compile)."""
+        match expr:
+            case p.Const(value=value):
+                return value
+            case p.Arith(op=op, left=left, right=right):
+                a, b = self._value(left), self._value(right)
+                return _ARITHMETIC[op](a, b)
+            case p.Negate(operand=operand):
+                return -self._value(operand)
+            case p.Call(function=function, args=args):
+                return self.functions[function](*(self._value(a) for a in args))
+            case p.MakeList(items=items):
+                return tuple(self._value(i) for i in items)
+        raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
+
+
+_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": divide, "%": remainder}
 
 _users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it
 

@@ -188,9 +188,7 @@ class Fixpoint:
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
-        plus = {name: self.store.added(name) for name in reads}
-        minus = {name: set(self.store.removed(name)) for name in reads}
-        return plus, minus
+        return self.store.changes(reads)
 
     def _stratum(self, rules: list[_Rule]) -> None:
         views = [r for r in rules if not r.head_event and r.aggregation is None]
@@ -200,9 +198,9 @@ class Fixpoint:
         for rule in aggregates:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
-            for name in {r.head for r in aggregates}:
-                plus[name] = self.store.added(name)
-                minus[name] = set(self.store.removed(name))
+            grown, shrunk = self.store.changes({r.head for r in aggregates})
+            plus.update(grown)
+            minus.update(shrunk)
         overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
             self._insert(views, {}, {}, self._recompute(views))
@@ -280,8 +278,7 @@ class Fixpoint:
         store = self.store
         heads = {r.head for r in views} & self.view_heads
         overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
-        derived = sum(len(store.rows(h)) - len(store.asserted(h)) for h in heads)
-        budget = max(self.RECOMPUTE_MIN, derived // 4)
+        budget: int | None = None  # counted when something is first over-deleted
         delta = minus
         first = True
         while True:
@@ -297,13 +294,17 @@ class Fixpoint:
             for name, rows in found.items():
                 gone = self._derived_only(name, rows & store.rows(name))
                 if gone:
+                    if budget is None:
+                        derived = sum(len(store.rows(h)) - len(store.asserted(h))
+                                      for h in heads)
+                        budget = max(self.RECOMPUTE_MIN, derived // 4)
                     store.remove_many(name, gone)
                     overdeleted[name] |= gone
                     delta[name] = gone
                     budget -= len(gone)
             if not delta:
                 return overdeleted
-            if budget < 0:
+            if budget is not None and budget < 0:
                 return None
 
     def _derived_only(self, name: str, rows: set[Row]) -> set[Row]:

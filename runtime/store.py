@@ -307,6 +307,12 @@ class LocalStore:
     def added_parts(self, relation: str) -> list[set[Row]]:
         return self.tables[relation].added_parts()
 
+    def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
+        tables = self.tables
+        added = {name: set().union(*tables[name].added_parts()) for name in relations}
+        removed = {name: set(tables[name].removed) for name in added}
+        return added, removed
+
     def removed(self, relation: str) -> set[Row]:
         return self.tables[relation].removed
 

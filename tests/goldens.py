@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 from overlog.cli import main
@@ -32,8 +32,10 @@ def chdir(path: Path) -> Iterator[None]:
 
 
 def run_cli(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run the CLI in-process; what native handlers print to ``sys.stdout`` lands in the
+    same stdout, in order, as it would on a terminal."""
     out, err = io.StringIO(), io.StringIO()
-    with chdir(cwd):
+    with chdir(cwd), redirect_stdout(out):
         code = main(args, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 

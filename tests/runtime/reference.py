@@ -1,23 +1,81 @@
 """A small, obviously-correct reference evaluator: naive stratified evaluation of the view
 rules over given base tables, from scratch. Slow on purpose; no plans, no indexes, no deltas.
 
+It shares nothing with the engine but the parser's AST: its own rule kinds, stratification
+(levels raised until every negated or aggregated input sits strictly below), arithmetic,
+built-in functions and aggregates, so that a bug in one cannot hide in the other.
 Aggregates are over the bag of body bindings (one element per distinct combination of body
-tuples), as in the engine.
+tuples), as the language defines them.
 """
 
 from __future__ import annotations
 
-import random
+import math
 from collections import defaultdict
 from typing import Any
 
 from overlog import syntax as s
-from overlog.analysis import CheckedProgram
-from overlog.runtime.builtins import aggregate, divide, make_functions, remainder
 
 Binding = dict[str, Any]
-PURE = {name: fn for name, fn in make_functions(lambda: 0.0, random.Random(0)).items()
-        if name not in ("f_now", "f_rand")}
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _divide(x: Any, y: Any) -> Any:
+    if y == 0:
+        raise ZeroDivisionError("division by zero")
+    if _int(x) and _int(y):  # truncate toward zero
+        quotient = abs(x) // abs(y)
+        return quotient if (x < 0) == (y < 0) else -quotient
+    return x / y
+
+
+def _remainder(x: Any, y: Any) -> Any:
+    if _int(x) and _int(y):
+        return x - y * _divide(x, y)
+    if y == 0:
+        raise ZeroDivisionError("division by zero")
+    return math.fmod(x, y)
+
+
+FUNCTIONS = {  # the pure built-ins (no f_now, f_rand)
+    "f_concat": lambda *a: (tuple(x for part in a for x in part)
+                            if all(isinstance(x, tuple) for x in a) else "".join(a)),
+    "f_size": len,
+    "f_min": min,
+    "f_max": max,
+    "f_cons": lambda x, items: (x, *items),
+    "f_append": lambda items, x: (*items, x),
+    "f_member": lambda items, x: x in items,
+    "f_car": lambda items: items[0],
+    "f_cdr": lambda items: items[1:],
+    "f_last": lambda items: items[-1],
+}
+
+COMPARE = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
+           "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+
+ARITHMETIC = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+              "/": _divide, "%": _remainder}
+
+
+def aggregate(func: str, values: list) -> Any:
+    if func == "count":
+        return len(values)
+    total = 0
+    for v in values:
+        total += v
+    if func == "sum":
+        return total
+    if func == "avg":
+        return total / len(values)
+    best = values[0]
+    for v in values[1:]:
+        if (v < best) if func == "min" else (v > best):
+            best = v
+    return best
 
 
 def value(term: s.Term, b: Binding) -> Any:
@@ -27,15 +85,13 @@ def value(term: s.Term, b: Binding) -> Any:
         case s.Const(value=v):
             return v
         case s.BinOp(op=op, left=left, right=right):
-            x, y = value(left, b), value(right, b)
-            return {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
-                    "/": lambda: divide(x, y), "%": lambda: remainder(x, y)}[op]()
+            return ARITHMETIC[op](value(left, b), value(right, b))
         case s.Neg(operand=operand):
             return -value(operand, b)
         case s.ListExpr(items=items):
             return tuple(value(i, b) for i in items)
-        case s.Call(name=name, args=args):  # pure built-ins only (no f_now, f_rand)
-            return PURE[name](*(value(a, b) for a in args))
+        case s.Call(name=name, args=args):
+            return FUNCTIONS[name](*(value(a, b) for a in args))
     raise NotImplementedError(term)
 
 
@@ -78,14 +134,17 @@ def bindings(body: list[s.Literal], b: Binding, db: dict[str, set]) -> list[Bind
         return bindings(rest, b, db)
     if isinstance(literal, s.Assign):
         return bindings(rest, {**b, literal.var.name: value(literal.expr, b)}, db)
-    x, y = value(literal.left, b), value(literal.right, b)
-    ok = {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}
-    return bindings(rest, b, db) if ok[literal.op] else []
+    ok = COMPARE[literal.op](value(literal.left, b), value(literal.right, b))
+    return bindings(rest, b, db) if ok else []
+
+
+def _aggregate_of(rule: s.Rule) -> tuple[int, s.Agg] | None:
+    return next(((i, a) for i, a in enumerate(rule.head.args) if isinstance(a, s.Agg)), None)
 
 
 def _derive(rule: s.Rule, db: dict[str, set]) -> set[tuple]:
     found = bindings(list(rule.body), {}, db)
-    agg = next(((i, a) for i, a in enumerate(rule.head.args) if isinstance(a, s.Agg)), None)
+    agg = _aggregate_of(rule)
     if agg is None:
         return {tuple(value(t, b) for t in rule.head.args) for b in found}
     position, term = agg
@@ -93,24 +152,59 @@ def _derive(rule: s.Rule, db: dict[str, set]) -> set[tuple]:
     for b in found:
         key = tuple(value(t, b) for i, t in enumerate(rule.head.args) if i != position)
         groups[key].append(None if term.arg is None else b[term.arg.name])
-    rows = set()
-    for key, values in groups.items():
-        row = list(key)
-        row.insert(position, aggregate(term.func, values))
-        rows.add(tuple(row))
-    return rows
+    return {(*key[:position], aggregate(term.func, values), *key[position:])
+            for key, values in groups.items()}
 
 
-def closure(checked: CheckedProgram, base: dict[str, set]) -> dict[str, set]:
-    """Every persistent relation: its base tuples plus what the view rules derive."""
-    db = {name: set(base.get(name, ())) for name in checked.relations}
-    for stratum in checked.strata:
-        rules = [checked.rules[i].rule for i in stratum.rules
-                 if checked.rules[i].kind == "view"]
-        plain = [r for r in rules if not any(isinstance(a, s.Agg) for a in r.head.args)]
+def view_rules(program: s.Program) -> list[s.Rule]:
+    """Rules whose head is a view of persistent tables: no event anywhere, no delete, no
+    location specifiers (this evaluator knows one node)."""
+    views = []
+    for rule in program.rules:
+        atoms = [rule.head, *(lit.atom if isinstance(lit, s.Negation) else lit
+                              for lit in rule.body if isinstance(lit, (s.Atom, s.Negation)))]
+        assert not any(atom.locs for atom in atoms), "the reference knows no locations"
+        if not rule.delete and not any(atom.event for atom in atoms):
+            views.append(rule)
+    return views
+
+
+def levels(rules: list[s.Rule]) -> dict[str, int]:
+    """Stratum levels: a head sits at or above each positive input and strictly above each
+    negated or aggregated one. Raises if no such levels exist (a cycle through them)."""
+    level: dict[str, int] = defaultdict(int)
+    for _ in range(len(rules) + 2):
+        changed = False
         for rule in rules:
-            if rule not in plain:  # aggregates read lower strata only: once is enough
+            strict = _aggregate_of(rule) is not None
+            for literal in rule.body:
+                if isinstance(literal, s.Atom):
+                    need = level[literal.name] + (1 if strict else 0)
+                elif isinstance(literal, s.Negation):
+                    need = level[literal.atom.name] + 1
+                else:
+                    continue
+                if level[rule.head.name] < need:
+                    level[rule.head.name] = need
+                    changed = True
+        if not changed:
+            return dict(level)
+    raise ValueError("not stratifiable")
+
+
+def closure(program: s.Program, base: dict[str, set]) -> dict[str, set]:
+    """Every persistent relation: its base tuples plus what the view rules derive."""
+    rules = view_rules(program)
+    names = {node.name for node in s.walk(program)
+             if isinstance(node, s.Atom) and not node.event}
+    db = {name: set(base.get(name, ())) for name in names}
+    level = levels(rules)
+    for n in sorted(set(level.values())):
+        here = [r for r in rules if level.get(r.head.name, 0) == n]
+        for rule in here:  # aggregates read lower levels only: once is enough
+            if _aggregate_of(rule) is not None:
                 db[rule.head.name] |= _derive(rule, db)
+        plain = [r for r in here if _aggregate_of(r) is None]
         changed = True
         while changed:
             changed = False

@@ -76,7 +76,7 @@ def test_state_changes_match_model_and_views_match_reference(rules, steps) -> No
         assert [(e.code, len(e.quarantined)) for e in errors] == [("E303", 1)] * expected_errors
         for name in "abk":
             assert set(engine.store.asserted(name)) == base[name], name
-        reference = closure(engine.checked, base)
+        reference = closure(engine.checked.program, base)
         for name, relation in engine.checked.relations.items():
             if not relation.event:
                 assert set(engine.rows(name)) == reference[name], name

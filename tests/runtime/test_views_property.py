@@ -82,7 +82,7 @@ def test_views_match_reference(recompute_min: int, rules: list[str], batches) ->
         assert all(not r.errors for r in reports), [str(e) for r in reports for e in r.errors]
         for name in "abk":
             assert set(engine.rows(name)) == set(base[name].values())
-        reference = closure(engine.checked, {n: set(t.values()) for n, t in base.items()})
+        reference = closure(engine.checked.program, {n: set(t.values()) for n, t in base.items()})
         for name, relation in engine.checked.relations.items():
             if not relation.event:
                 assert set(engine.rows(name)) == reference[name], name
@@ -124,7 +124,7 @@ def test_event_heads_fire_on_new_combinations(recompute_min, rules, event_rules,
     base = {"a": {(0, 0): (0, 0)}, "b": {(0, 0): (0, 0)}, "k": {(0,): (0, 0)}}
     engine.run()
     engine._fixpoint.RECOMPUTE_MIN = recompute_min
-    old = closure(engine.checked, {n: set(t.values()) for n, t in base.items()})
+    old = closure(engine.checked.program, {n: set(t.values()) for n, t in base.items()})
     parsed = [r.rule for r in engine.checked.rules if r.rule.head.name == "e"]
     for batch in batches:
         for op, relation, row in batch:
@@ -132,7 +132,7 @@ def test_event_heads_fire_on_new_combinations(recompute_min, rules, event_rules,
             _expected_base(base, op, relation, row)
         reports = engine.run()
         assert len(reports) == 1
-        new = closure(engine.checked, {n: set(t.values()) for n, t in base.items()})
+        new = closure(engine.checked.program, {n: set(t.values()) for n, t in base.items()})
         expected = set().union(*(_new_combinations(r, old, new) for r in parsed))
         assert set(reports[0].events.get("e", [])) == expected
         old = new

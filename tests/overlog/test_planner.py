@@ -1,0 +1,141 @@
+"""The planner: join order, versions, fresh variables, and the variants each kind of rule gets."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from overlog import plan as p
+from overlog.compile import compile_program
+
+V = p.Version
+
+
+def rule(source: str, index: int = -1) -> p.RulePlan:
+    return compile_program(source).rules[index]
+
+
+def var(name: str) -> p.Var:
+    return p.Var(name=name)
+
+
+def test_greedy_join_order_and_old_versions() -> None:
+    plan = rule("p(X, W) :- a(X, Y), b(Z, W), c(Y, Z).")
+    first, second, third = (t.insert for t in plan.triggers)
+    # driven by a: c is joined on Y before b (one bound column beats none)
+    assert [(op.relation, op.version, op.key) for op in first.operators] == [
+        ("c", V.FULL, (0,)), ("b", V.FULL, (0,))]
+    # driven by b: a comes before b in the body, so it reads its old version
+    assert [(op.relation, op.version) for op in second.operators] == [
+        ("c", V.FULL), ("a", V.OLD)]
+    assert [(op.relation, op.version) for op in third.operators] == [
+        ("a", V.OLD), ("b", V.OLD)]
+    assert first.driver == p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=())
+    assert first.project == p.Project(terms=(var("X"), var("W")), unless_in="p")
+
+
+def test_expression_arguments_get_fresh_variables_no_program_can_write() -> None:
+    plan = rule("p(_col1) :- q(Y + 1), r(Y, _col1).").triggers[0].insert
+    assert plan.driver == p.Scan(relation="q", binds=((0, "#1"),), checks=())
+    assert plan.operators == (
+        p.Join(relation="r", version=V.FULL, key=(), key_terms=(),
+               binds=((0, "Y"), (1, "_col1")), checks=()),
+        p.Filter(op="==", left=var("#1"),
+                 right=p.Arith(op="+", left=var("Y"), right=p.Const(value=1))))
+
+
+def test_over_deletion_reads_prior_versions_without_anti_joins() -> None:
+    trigger = rule("p(X) :- a(X, Y), b(Y), notin c(X).").triggers[1]
+    assert [type(op).__name__ for op in trigger.insert.operators] == ["Join", "AntiJoin"]
+    assert trigger.insert.operators[0].version is V.OLD
+    assert trigger.delete == p.Plan(
+        driver=trigger.insert.driver,
+        operators=(p.Join(relation="a", version=V.PRIOR, key=(1,), key_terms=(var("Y"),),
+                          binds=((0, "X"),), checks=()),),
+        project=p.Project(terms=(var("X"),)))
+
+
+def test_variants_by_rule_kind() -> None:
+    source = """
+        materialize(k, infinity, infinity, keys(1)).
+        v(X) :- a(X), notin b(X).
+        k(X, Y) :- a(X), b(Y).
+        e[X] :- a(X).
+        s(X) :- ev[X], a(X).
+        delete a(X) :- ev[X].
+        n(X) :- notin a(X), X := 1.
+    """
+    view, keyed, event, state, delete, unit = compile_program(source).rules
+    # views: insertion and over-deletion per positive and negated atom, rederivation
+    assert [(t.relation, t.negated, t.delete is not None) for t in view.triggers] == [
+        ("a", False, True), ("b", True, True)]
+    assert view.rederive is not None and view.start is None
+    # a keyed head checks keys when rows are added: its plans emit every row
+    assert keyed.triggers[0].insert.project.unless_in is None
+    # event heads: insertion only, new rows only
+    assert [(t.relation, t.delete) for t in event.triggers] == [("a", None)]
+    assert event.triggers[0].insert.project.unless_in == "e"
+    assert (event.rederive, event.stratum) == (None, 0)
+    # deferred rules: insertion on what is new in the step, every row
+    for deferred in (state, delete):
+        assert deferred.deferred and deferred.rederive is None
+        assert all(t.delete is None and t.insert.project.unless_in is None
+                   for t in deferred.triggers)
+    # no positive atom: a plan for the first step, from one empty binding
+    assert unit.start is not None and isinstance(unit.start.driver, p.Unit)
+    assert [t.relation for t in unit.triggers] == ["a"]
+
+
+def test_rederivation_is_seeded_with_head_columns() -> None:
+    plan = rule("p(X, Y + 1, X) :- a(X, Y).").rederive
+    assert plan is not None
+    assert plan.driver == p.Seed(vars=("X",), columns=(0,))
+    assert plan.project.terms == (var("X"), p.Arith(op="+", left=var("Y"),
+                                                    right=p.Const(value=1)), var("X"))
+
+
+def test_aggregates_recompute_groups_seeded_or_whole() -> None:
+    seeded = rule("m(X, count<Y>, X) :- a(X, Y).").aggregation
+    assert seeded is not None and (seeded.position, seeded.group) == (1, (0, 2))
+    assert seeded.groups.driver == p.Seed(vars=("X",), columns=(0,))
+    assert seeded.groups.aggregate == p.Aggregate(function="count", position=1)
+    assert seeded.zero == ()
+    whole = rule("m(X + 1, max<Y>) :- a(X, Y).").aggregation
+    assert whole is not None
+    assert whole.groups.driver == p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=())
+    # the triggers only say which groups changed
+    assert rule("m(X + 1, max<Y>) :- a(X, Y).").triggers[0].insert.project == p.Project(
+        terms=(p.Arith(op="+", left=var("X"), right=p.Const(value=1)),))
+
+
+def test_count_triggered_by_events_has_a_zero_probe() -> None:
+    agg = rule("c[K, count<V>] :- ask[K], item(K, V).").aggregation
+    assert agg is not None
+    assert agg.zero == (p.Plan(driver=p.Scan(relation="ask", binds=((0, "K"),), checks=()),
+                               operators=(), project=p.Project(terms=(var("K"),))),)
+    assert rule("c[K, max<V>] :- ask[K], item(K, V).").aggregation.zero == ()  # type: ignore
+
+
+def test_constants_compare_with_their_type() -> None:
+    assert p.Const(value=1) != p.Const(value=True)
+    assert p.Const(value=1) != p.Const(value=1.0)
+    assert rule("p(X) :- a(X, 1).") != rule("p(X) :- a(X, true).")
+
+
+def test_plans_are_plain_picklable_data() -> None:
+    plan = compile_program("path(X, Y) :- link(X, Y).\n"
+                           "path(X, Z) :- link(X, Y), path(Y, Z).\n"
+                           "n(X, count<*>) :- path(X, _).\n")
+    for _, _, one in plan.plans():
+        assert pickle.loads(pickle.dumps(one)) == one
+    assert pickle.loads(pickle.dumps(plan.rules)) == plan.rules
+
+
+@pytest.mark.parametrize(("source", "text"), [
+    ("p(Z) :- a(X, Y), Z := (Y - 1) * -(Y / 2) % X.", "(Y - 1) * -(Y / 2) % X"),
+    ("p(Z) :- a(X, Y), Z := Y - (1 - X) + [Y, f_size([1])].", "Y - (1 - X) + [Y, f_size([1])]"),
+])
+def test_expressions_print_with_the_fewest_parentheses(source: str, text: str) -> None:
+    let = rule(source).triggers[0].insert.operators[-1]
+    assert isinstance(let, p.Let) and p.format_expr(let.expr) == text

@@ -1,0 +1,186 @@
+"""The engine's door to the outside: send listeners and outbound tuples, ``deliver`` (from any
+thread), handlers, and an injectable clock."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import overlog
+from overlog import ANY, DeliveryError
+from overlog.runtime.events import Outbound
+from overlog.stdlib import Loopback, periodic
+
+GOSSIP = """
+peer(@"a", "a").
+peer(@"a", "b").
+pong[@P, X] :- ping[@A, X], peer(@A, P).
+heard(@N, X) :- pong[@N, X].
+copy(@P, X) :- kept(@A, X), peer(@A, P).
+delete kept(@A, X) :- drop[@A, X], kept(@A, X).
+"""
+
+
+def test_sent_tuples_leave_as_send_events_and_loop_back_home() -> None:
+    loopback = Loopback()
+    eng = overlog.Engine(GOSSIP, address="a", handlers=[loopback])
+    sent: list[tuple] = []
+    eng.register_listener("pong", None, sent.append, phase="send")
+    eng.register_listener("copy", (ANY, 7), sent.append, phase="send", op="insert")
+    eng.generate_event("ping", ("a", 1))
+    eng.insert("kept", ("a", 7))
+    report = eng.step()
+    assert report.sent == [Outbound("a", "pong", "event", ("a", 1)),
+                           Outbound("b", "pong", "event", ("b", 1)),
+                           Outbound("a", "copy", "insert", ("a", 7)),
+                           Outbound("b", "copy", "insert", ("b", 7))]
+    assert sorted(sent) == [("a", 1), ("a", 7), ("b", 1), ("b", 7)]
+    assert loopback.undeliverable == 2  # b is not this node, and no transport knows it
+    assert (eng.rows("heard"), eng.rows("copy")) == ([], [])
+    report = eng.step()  # what was sent to this node arrives
+    assert report.events == {"pong": [("a", 1)]}
+    assert report.inserted == {"copy": [("a", 7)]}
+    eng.run()
+    assert eng.rows("heard") == [("a", 1)]
+    assert loopback.undeliverable == 2
+
+
+def test_remote_deletes_leave_as_deletes() -> None:
+    source = 'delete item(@D, X) :- cut[@A, D, X].\nitem(@"n", 1).\nitem(@"n", 2).\n'
+    eng = overlog.Engine(source, address="n")
+    eng.run()
+    eng.generate_event("cut", ("n", "n", 1))
+    deleted: list[tuple] = []
+    eng.register_listener("item", None, deleted.append, phase="send", op="delete")
+    assert eng.step().sent == [Outbound("n", "item", "delete", ("n", 1))]
+    eng.run()
+    assert (deleted, eng.rows("item")) == ([("n", 1)], [("n", 2)])
+
+
+def test_located_facts_for_other_nodes_are_sent_at_the_first_step() -> None:
+    eng = overlog.Engine('item(@"elsewhere", 1).\nitem(@"here", 2).\n', address="here")
+    assert eng.step().sent == [Outbound("elsewhere", "item", "insert", ("elsewhere", 1))]
+    assert eng.rows("item") == [("here", 2)]
+
+
+def test_deliver_takes_events_and_changes_for_the_next_step() -> None:
+    eng = overlog.Engine("got(X) :- e[X].\nheld(X, Y) :- t(X, Y).\n")
+    eng.deliver("e", [1])
+    eng.deliver("t", (1, [2, [3]]))
+    eng.deliver("t", (5, 6), op="insert")
+    assert not eng.idle
+    eng.run()
+    assert eng.rows("held") == [(1, (2, (3,))), (5, 6)]
+    eng.deliver("t", (5, 6), op="delete")
+    eng.run()
+    assert (eng.rows("got"), eng.rows("held")) == ([(1,)], [(1, (2, (3,)))])
+
+
+@pytest.mark.parametrize(("relation", "row", "op", "message"), [
+    ("nope", (1,), None, "no relation `nope` to deliver to"),
+    ("periodic", ("n", 1, 1, 1), None, "no relation `periodic` to deliver to"),
+    ("error", (1, "e", (), "m"), None, "no relation `error` to deliver to"),
+    ("e", (1, 2), None, "`e` has 1 fields; got 2"),
+    ("e", "x", None, "`e` has 1 fields; got 'x'"),
+    ("e", (object(),), None, "not an Overlog value: object"),
+    ("e", ({1: 2},), None, "not an Overlog value: dict"),
+    ("e", (1,), "insert", "`e` is an event relation: no op 'insert'"),
+    ("t", (1, 2), "upsert", "op must be 'insert' or 'delete', not 'upsert'"),
+])
+def test_deliver_refuses_what_the_program_cannot_hold(relation, row, op, message) -> None:
+    eng = overlog.Engine("got(X) :- e[X].\nheld(X, Y) :- t(X, Y).\n"
+                         "tick(E) :- periodic[_, E, 1, 1].\nsaw(S) :- error[S, _, _, _].\n")
+    with pytest.raises(DeliveryError) as caught:
+        eng.deliver(relation, row, op)
+    assert str(caught.value) == message
+    assert eng.idle or (eng.step_count == 0 and not eng._inbox)
+
+
+def test_deliver_from_another_thread_wakes_a_waiting_run() -> None:
+    eng = overlog.Engine("got(X) :- e[X].\n", clock="real")
+    eng.generate_event("e", (0,), when=30.0)  # run() would sleep until then
+    start = time.monotonic()
+    timer = threading.Timer(0.2, eng.deliver, ("e", (1,)))
+    timer.start()
+    try:
+        reports = eng.run(steps=1)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 10
+    assert [r.events for r in reports] == [{"e": [(1,)]}]
+
+
+def test_deliveries_from_many_threads_all_arrive() -> None:
+    eng = overlog.Engine("got(T, I) :- e[T, I].\n")
+
+    def send(thread: int) -> None:
+        for i in range(500):
+            eng.deliver("e", (thread, i))
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    eng.run()
+    assert len(eng.rows("got")) == 2000
+
+
+class StepClock:
+    """A clock a test drives: waits are recorded and jump there."""
+
+    def __init__(self) -> None:
+        self.time = 100.0
+        self.waits: list[float | None] = []
+
+    def now(self) -> float:
+        return self.time
+
+    def wait(self, until: float | None) -> None:
+        self.waits.append(until)
+        if until is not None:
+            self.time = until
+
+    def wake(self) -> None:
+        pass
+
+
+def test_the_clock_is_injectable() -> None:
+    clock = StepClock()
+    eng = overlog.Engine("at(T) :- periodic[_, _, 5, 2], T := f_now().\n", clock=clock)
+    eng.run()
+    assert clock.waits == [105.0, 110.0]
+    assert eng.rows("at") == [(105.0,), (110.0,)]
+
+
+def test_handlers_are_the_callers_choice() -> None:
+    """Without periodic's handler, nothing schedules timers; with it, they fire."""
+    source = "tick(E) :- periodic[_, E, 1, 3].\n"
+    bare = overlog.Engine(source, handlers=[])
+    bare.run()
+    assert bare.rows("tick") == []
+    timed = overlog.Engine(source, handlers=[periodic.install])
+    timed.run()
+    assert timed.rows("tick") == [(1,), (2,), (3,)]
+
+
+def test_send_listener_errors_are_reported_and_the_step_stands() -> None:
+    eng = overlog.Engine('out[@"x", N] :- in[N].\n', address="me")
+
+    def fail(row: tuple) -> None:
+        raise OSError("network is down")
+
+    eng.register_listener("out", None, fail, phase="send")
+    eng.generate_event("in", (1,))
+    report = eng.step()
+    assert [(e.code, e.message) for e in report.errors] == [
+        ("E306", "send listener on `out` raised OSError: network is down")]
+    assert report.events == {"in": [(1,)]}
+
+
+def test_listener_phases_are_checked() -> None:
+    eng = overlog.Engine("p(X) :- q(X).\n")
+    with pytest.raises(ValueError, match="phase must be 'pre', 'post' or 'send'"):
+        eng.register_listener("p", None, print, phase="later")

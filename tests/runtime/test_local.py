@@ -1,0 +1,153 @@
+"""The local backend's code generation, plan by plan on a store, and how its errors surface."""
+
+from __future__ import annotations
+
+import random
+import traceback
+
+import pytest
+
+import overlog
+from overlog import plan as p
+from overlog.analysis import Relation
+from overlog.runtime import builtins
+from overlog.runtime.backend import PlanFailure
+from overlog.runtime.local import LocalBackend
+from overlog.runtime.store import LocalStore
+
+V = p.Version
+
+
+def var(name: str) -> p.Var:
+    return p.Var(name=name)
+
+
+@pytest.fixture
+def backend() -> LocalBackend:
+    store = LocalStore({name: Relation(name=name, arity=2, event=False, keys=(0, 1))
+                        for name in ("a", "b", "out")})
+    for row in [(1, 2), (2, 3), (2, 4)]:
+        store.add("a", row)
+    for row in [(3, "x"), (4, "y"), (9, "z")]:
+        store.add("b", row)
+    store.commit()
+    store.end_step()
+    return LocalBackend(store, builtins.make_functions(lambda: 0.0, random.Random(0)))
+
+
+def join(relation: str, version: p.Version, key_var: str, bind: str) -> p.Join:
+    return p.Join(relation=relation, version=version, key=(0,), key_terms=(var(key_var),),
+                  binds=((1, bind),), checks=())
+
+
+def test_scan_join_project(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(join("b", V.FULL, "Y", "Z"),),
+                  project=p.Project(terms=(var("X"), var("Z"))))
+    run = backend.prepare(plan)
+    assert run([(1, 2), (2, 3), (2, 4)]) == {(2, "x"), (2, "y")}
+    assert run([(7, 9)]) == {(7, "z")}  # seeds need not be rows of the relation
+    assert run([]) == set()
+
+
+def test_old_joins_skip_the_excluded_delta(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Seed(vars=("Y",), columns=(0,)),
+                  operators=(join("b", V.OLD, "Y", "Z"),),
+                  project=p.Project(terms=(var("Y"), var("Z"))))
+    run = backend.prepare(plan)
+    assert run([(3,), (4,)]) == {(3, "x"), (4, "y")}
+    assert run([(3,), (4,)], {"b": {(4, "y")}}) == {(3, "x")}
+
+
+def test_prior_joins_read_the_rows_removed_in_the_step(backend: LocalBackend) -> None:
+    backend.store.remove("b", (3, "x"))
+    full = backend.prepare(p.Plan(driver=p.Seed(vars=("Y",), columns=(0,)),
+                                  operators=(join("b", V.FULL, "Y", "Z"),),
+                                  project=p.Project(terms=(var("Z"),))))
+    prior = backend.prepare(p.Plan(driver=p.Seed(vars=("Y",), columns=(0,)),
+                                   operators=(join("b", V.PRIOR, "Y", "Z"),),
+                                   project=p.Project(terms=(var("Z"),))))
+    assert full([(3,), (4,)]) == {("y",)}
+    assert prior([(3,), (4,)]) == {("x",), ("y",)}
+
+
+def test_anti_join_filter_let_and_novel_projection(backend: LocalBackend) -> None:
+    backend.store.add("out", (2, 4))
+    plan = p.Plan(
+        driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+        operators=(p.AntiJoin(relation="b", key=(0,), key_terms=(var("X"),)),
+                   p.Filter(op=">", left=var("X"), right=p.Const(value=0)),
+                   p.Let(var="S", expr=p.Arith(op="+", left=var("X"), right=var("Y")))),
+        project=p.Project(terms=(var("X"), var("S")), unless_in="out"))
+    # (1, 2) -> (1, 3); (2, 3) -> (2, 5); (2, 4) -> (2, 6); none of 1, 2 is a key of b
+    assert backend.prepare(plan)([(1, 2), (2, 3), (2, 4), (3, 0)]) == {(1, 3), (2, 5), (2, 6)}
+    backend.store.add("out", (2, 6))
+    assert backend.prepare(plan)([(2, 4)]) == set()
+
+
+def test_aggregate_is_over_the_bag_of_bindings(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Unit(),
+                  operators=(p.Join(relation="a", version=V.FULL, key=(), key_terms=(),
+                                    binds=((0, "X"), (1, "Y")), checks=()),),
+                  project=p.Project(terms=(var("X"), p.Const(value=1))),
+                  aggregate=p.Aggregate(function="sum", position=1))
+    # X=2 has two bindings (Y=3, Y=4) that project to the same row: both count
+    assert sorted(backend.prepare(plan)(())) == [(1, 1), (2, 2)]
+
+
+def test_expression_errors_carry_the_binding(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(p.Let(var="Q", expr=p.Arith(op="/", left=var("Y"),
+                                                         right=p.Arith(op="-", left=var("X"),
+                                                                       right=var("X")))),),
+                  project=p.Project(terms=(var("Q"),)))
+    with pytest.raises(PlanFailure) as caught:
+        backend.prepare(plan)([(1, 2)])
+    assert isinstance(caught.value.cause, ZeroDivisionError)
+    assert caught.value.binding == {"X": 1, "Y": 2}
+
+
+def test_generated_code_shows_in_tracebacks(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(), project=p.Project(terms=(
+                      p.Call(function="f_car", args=(p.MakeList(items=()),)),)))
+    with pytest.raises(PlanFailure) as caught:
+        backend.prepare(plan)([(1, 2)])
+    text = "".join(traceback.format_exception(caught.value.__cause__))
+    assert '<overlog plan ' in text
+    assert "_add((F_f_car(()), ))" in text  # the generated line itself
+
+
+def test_a_user_function_that_raises_is_the_programs_error() -> None:
+    def lookup(x: int) -> int:
+        return {}[x]
+
+    eng = overlog.Engine("p(Y) :- q[X], Y := f_lookup(X).\n", functions={"f_lookup": lookup})
+    eng.generate_event("q", (1,))
+    report = eng.step()
+    assert [(e.code, e.message, e.binding) for e in report.errors] == [
+        ("E301", "KeyError: 1", {"X": 1})]
+
+
+def test_a_bug_of_the_engine_surfaces_and_loses_nothing(monkeypatch) -> None:
+    """An error an expression cannot raise (here from a broken built-in) is not reported as
+    the program's: it propagates, the step is undone, and its inputs wait for the next."""
+    eng = overlog.Engine('t(1).\np(S) :- q[X], t(X), S := f_size("ab").\n')
+    size, calls = builtins.f_size, []
+
+    def broken_once(value):
+        calls.append(value)
+        if len(calls) == 1:
+            raise KeyError("engine bug")
+        return size(value)
+
+    monkeypatch.setattr(builtins, "f_size", broken_once)
+    eng.insert("t", (2,))
+    eng.generate_event("q", (2,))
+    with pytest.raises(KeyError, match="engine bug"):
+        eng.step()
+    assert (eng.step_count, eng.rows("t"), eng.store.added("t")) == (0, [], set())
+    report = eng.step()  # the engine rebuilt nothing: its first step never happened
+    assert (report.step, report.errors, eng.rows("t")) == (1, [], [(1,), (2,)])
+    eng.run()
+    assert eng.rows("p") == [(2,)]
