@@ -1,9 +1,13 @@
 """Run the benchmarks side by side and write docs/benchmarks.md.
 
     python bench/run.py [--timeout SECONDS] [--quick] [--out docs/benchmarks.md]
+                        [--baseline DIR]
 
 Each (workload, system) runs in its own subprocess, so that one slow peer cannot stall the
 run and memory from one case does not affect the next. Needs `pip install -e '.[bench]'`.
+With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git worktree add DIR REV``),
+every overlog case also runs on that checkout's code, right after this one's, with that
+checkout's own bench/run.py: a before/after comparison on the same machine in the same run.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peers, workloads  # noqa: E402
+
+BASELINE = "overlog (baseline)"
 
 
 def _overlog(program: str, relation: str, facts: dict[str, list[tuple]]) -> tuple[float, int]:
@@ -166,6 +172,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--one", nargs=2, metavar=("CASE", "SYSTEM"))
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also run each overlog case on the code checked out in DIR")
     args = parser.parse_args()
     if args.one:
         run_one(*args.one, args.quick)
@@ -173,12 +181,17 @@ def main() -> None:
     results: dict[str, dict[str, dict | str]] = {}
     for case, systems in cases(args.quick).items():
         results[case] = {}
-        for system in systems:
-            command = [sys.executable, __file__, "--one", case, system]
+        runs = [(system, __file__, ROOT) for system in systems]
+        if args.baseline and "overlog" in systems:
+            base = Path(args.baseline).resolve()
+            runs.insert(1, (BASELINE, str(base / "bench" / "run.py"), base))
+        for system, script, cwd in runs:
+            command = [sys.executable, script, "--one", case,
+                       "overlog" if system == BASELINE else system]
             command += ["--quick"] if args.quick else []
             try:
                 done = subprocess.run(command, capture_output=True, text=True,
-                                      timeout=args.timeout, cwd=ROOT)
+                                      timeout=args.timeout, cwd=cwd)
                 results[case][system] = (json.loads(done.stdout.splitlines()[-1])
                                          if done.returncode == 0 else
                                          f"failed: {done.stderr.strip().splitlines()[-1]}")
@@ -213,7 +226,8 @@ def report(results: dict, args: argparse.Namespace) -> str:
         f"Machine: {cpu}, 2 cores, Python {platform.python_version()}, "
         f"{platform.system()} {platform.release()}.",
         f"Command: `python bench/run.py{' --quick' if args.quick else ''} "
-        f"--timeout {args.timeout:g}` (each case in its own process, best of up to 3 runs; "
+        f"--timeout {args.timeout:g}{f' --baseline {args.baseline}' if args.baseline else ''}`"
+        " (each case in its own process, best of up to 3 runs; "
         "wall-clock seconds of evaluation, loading excluded for overlog).", "",
         "| workload | system | result | vs overlog |", "| --- | --- | --- | --- |"]
     for case, systems in results.items():
@@ -224,6 +238,21 @@ def report(results: dict, args: argparse.Namespace) -> str:
                     and "seconds" in result and base.get("seconds")):
                 ratio = f"{result['seconds'] / base['seconds']:.2f}x"
             lines.append(f"| {case} | {system} | {_cell(result)} | {ratio} |")
+    if any(BASELINE in systems for systems in results.values()):
+        lines += ["", "## Against the baseline", "",
+                  f"This code against the baseline checkout (`--baseline {args.baseline}`), "
+                  "case by case in the same run: the baseline's time over this code's "
+                  "(above 1 means this code is faster).", "",
+                  "| workload | this code | baseline | baseline / this code |",
+                  "| --- | --- | --- | --- |"]
+        for case, systems in results.items():
+            ours, theirs = systems.get("overlog"), systems.get(BASELINE)
+            if isinstance(ours, dict) and isinstance(theirs, dict):
+                if "events_per_second" in ours:
+                    ratio = ours["events_per_second"] / theirs["events_per_second"]
+                else:
+                    ratio = theirs["seconds"] / ours["seconds"]
+                lines.append(f"| {case} | {_cell(ours)} | {_cell(theirs)} | {ratio:.2f} |")
     lines += ["", "## Targets", "", "The performance targets of issue 3, from the table above.",
               "", "| target | measured | met |", "| --- | --- | --- |"]
     lines += [f"| {target} | {measured} | {met} |" for target, measured, met in

@@ -73,6 +73,9 @@ class Store(Protocol):
 
     def assert_row(self, relation: str, row: Row) -> None: ...
 
+    def assert_many(self, relation: str, rows: Iterable[Row]) -> None:
+        """Assert rows, adding those not visible yet (for relations without keys)."""
+
     def retract_row(self, relation: str, row: Row) -> None: ...
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:

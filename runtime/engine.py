@@ -17,6 +17,8 @@ import gc
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from overlog.analysis import Relation
@@ -98,6 +100,9 @@ class Engine:
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
                      if not rel.event and (rel.lifetime != math.inf or rel.size != math.inf)}
+        # persistent relations with neither keys nor soft state: inserts apply as sets
+        self._plain = {name for name, rel in relations.items() if not rel.event
+                       and len(rel.keys) == rel.arity and name not in self.soft}
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
         self.listeners: list[Listener] = []
@@ -340,23 +345,29 @@ class Engine:
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store
-        for kind, relation, row in inputs:
-            if kind == "event":
-                if row not in store.rows(relation):
-                    store.add(relation, row)
+        for (kind, relation), run in groupby(inputs, key=itemgetter(0, 1)):
+            rows = [row for _, _, row in run]
+            if kind == "event":  # distinct already: events are sets within a step
+                new = set(rows).difference(store.rows(relation))
+                if new:
+                    store.add_many(relation, new)
             elif kind == "delete":
-                self._retract(relation, row)
+                for row in rows:
+                    self._retract(relation, row)
+            elif relation in self._plain:  # no keys, no soft state: a set of inserts
+                store.assert_many(relation, rows)
             else:
-                holder = store.holder(relation, row)
-                if holder is not None and holder != row:
-                    self._retract(relation, holder)
-                if row not in store.asserted(relation):
-                    store.assert_row(relation, row)
-                if row not in store.rows(relation):
-                    store.add(relation, row)
                 soft = self.soft.get(relation)
-                if soft is not None:
-                    soft.stamp(row, self.now)
+                for row in rows:
+                    holder = store.holder(relation, row)
+                    if holder is not None and holder != row:
+                        self._retract(relation, holder)
+                    if row not in store.asserted(relation):
+                        store.assert_row(relation, row)
+                    if row not in store.rows(relation):
+                        store.add(relation, row)
+                    if soft is not None:
+                        soft.stamp(row, self.now)
         for name, soft in self.soft.items():
             for row in soft.over_cap():
                 self._retract(name, row)

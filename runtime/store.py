@@ -261,6 +261,17 @@ class Table:
         self.asserted.add(row)
         self.journal.entries.append((self.asserted.discard, row))
 
+    def assert_many(self, rows: Iterable[Row]) -> None:
+        """Assert rows, adding those not visible yet (a batch of inserts)."""
+        rows = set(rows)
+        fresh = rows - self.asserted
+        if fresh:
+            self.asserted |= fresh
+            self.journal.entries.append((self.asserted.difference_update, fresh))
+        unseen = rows - self.rows
+        if unseen:
+            self.add_new(unseen)
+
     def retract_row(self, row: Row) -> None:
         self.asserted.discard(row)
         self.journal.entries.append((self.asserted.add, row))
@@ -333,6 +344,9 @@ class LocalStore:
 
     def assert_row(self, relation: str, row: Row) -> None:
         self.tables[relation].assert_row(row)
+
+    def assert_many(self, relation: str, rows: Iterable[Row]) -> None:
+        self.tables[relation].assert_many(rows)
 
     def retract_row(self, relation: str, row: Row) -> None:
         self.tables[relation].retract_row(row)
