@@ -1,7 +1,8 @@
 """overlog: an engine for Overlog, the declarative-networking dialect of Datalog from P2.
 
 The public API is re-exported here lazily (PEP 562), so importing ``overlog`` stays cheap:
-the runtime and the standard library load when ``Engine`` is first used.
+each name loads its module when first used (``Engine`` and ``compile_program`` load the
+runtime and the standard library; the language layer alone is ``overlog.compile``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Union
 
-from overlog.printer import format_value
+from overlog.printer import format_bound, format_value, plural
 from overlog.source import Span
 
 if TYPE_CHECKING:
@@ -316,6 +316,15 @@ class FactPlan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NativeHandler:
+    """``registerNativeEventHandler[relation, target]``: ``target`` is "module:function"."""
+
+    relation: str
+    target: str
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProgramPlan:
     path: str
     relations: Mapping[str, Relation]
@@ -323,7 +332,7 @@ class ProgramPlan:
     strata: tuple[StratumPlan, ...]
     facts: tuple[FactPlan, ...]
     timers: tuple[tuple[float, float], ...]  # (period, count) of each distinct periodic
-    handlers: tuple[tuple[str, str], ...]  # (event relation, "module:function")
+    handlers: tuple[NativeHandler, ...]
     watched: tuple[str, ...]
     calls: tuple[tuple[str, Span | None], ...]  # calls of functions that are not built in
     checked: CheckedProgram = field(compare=False, repr=False)  # for diagnostics and tools
@@ -425,17 +434,9 @@ def format_rule_plan(rule: RulePlan) -> str:
     return "\n".join(lines)
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
-
-
 def summary(plan: ProgramPlan) -> str:
-    return (f"{_plural(len(plan.relations), 'relation')}, {_plural(len(plan.rules), 'rule')}, "
-            f"{_plural(len(plan.strata), 'stratum', 'strata')}")
-
-
-def _bound(value: float) -> str:
-    return "infinity" if value == math.inf else f"{value:g}"
+    return (f"{plural(len(plan.relations), 'relation')}, {plural(len(plan.rules), 'rule')}, "
+            f"{plural(len(plan.strata), 'stratum', 'strata')}")
 
 
 def format_program_plan(plan: ProgramPlan) -> str:
@@ -449,7 +450,8 @@ def format_program_plan(plan: ProgramPlan) -> str:
         if not relation.event:
             text += f"  keys({', '.join(str(k + 1) for k in relation.keys)})"
             if relation.lifetime != math.inf or relation.size != math.inf:
-                text += f"  lifetime {_bound(relation.lifetime)}  size {_bound(relation.size)}"
+                text += (f"  lifetime {format_bound(relation.lifetime)}"
+                         f"  size {format_bound(relation.size)}")
         if relation.location is not None:
             text += f"  @{relation.location + 1}"
         if relation.builtin:
@@ -463,7 +465,8 @@ def format_program_plan(plan: ProgramPlan) -> str:
         lines += [_indent(format_rule_plan(rule)) for rule in plan.deferred]
     if plan.timers:
         lines += ["", "timers: " + ", ".join(
-            f"every {_bound(period)} s, {_bound(count)} times" for period, count in plan.timers)]
+            f"every {format_bound(period)} s, {format_bound(count)} times"
+            for period, count in plan.timers)]
     return "\n".join(lines)
 
 

@@ -137,10 +137,12 @@ def _score(atom: s.Atom, bound: set[str]) -> int:
 
 
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,
-              prebound: tuple[tuple[str, int], ...] | None = None) -> p.Plan:
+              prebound: tuple[tuple[str, int], ...] | None = None,
+              semi_naive: bool = True) -> p.Plan:
     """The plan of a rule body driven by literal ``driver`` (a positive or negated atom),
     by seed values of ``prebound`` (variable, column) pairs, or, with neither, by one empty
-    binding. Positive atoms before a positive driver read their old version."""
+    binding. With ``semi_naive``, positive atoms before a positive driver read their old
+    version (each combination of new rows is then derived by one driver only)."""
     builder = _Builder()
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, s.Atom)]
     lets = [lit for lit in body if isinstance(lit, s.Assign)]
@@ -151,7 +153,7 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
     if driver is not None:
         literal = body[driver]
         if isinstance(literal, s.Atom):
-            before = driver
+            before = driver if semi_naive else -1
             atoms = [(i, a) for i, a in atoms if i != driver]
             source = builder.scan(literal)
         else:
@@ -212,7 +214,7 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
     if not set().union(*map(_vars, group_terms)) <= bound:
         return ()
     project = p.Project(terms=tuple(lower(t) for t in group_terms))
-    return tuple(plan_body(tuple(body), i, project)
+    return tuple(plan_body(tuple(body), i, project, semi_naive=False)
                  for i, lit in enumerate(body) if isinstance(lit, s.Atom))
 
 
@@ -241,8 +243,7 @@ def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
         project = p.Project(terms=tuple(lower(t) for i, t in enumerate(head.args)
                                         if i != agg[0]))
     else:
-        keyed = not head.event and len(relations[head.name].keys) < head.arity
-        novel = None if info.deferred or keyed else head.name
+        novel = None if info.deferred or relations[head.name].keyed else head.name
         project = p.Project(terms=_head_terms(head), unless_in=novel)
     # over-deletion for views, and for aggregates in the fixpoint (a group that loses rows
     # is recomputed); only views follow the rows leaving a negated relation
@@ -295,5 +296,9 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
         rules=tuple(plan_rule(info, checked.relations) for info in checked.rules),
         strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules)
                      for st in checked.strata),
-        facts=facts, timers=_timers(program), handlers=checked.handlers,
+        facts=facts, timers=_timers(program),
+        handlers=tuple(p.NativeHandler(relation=f.atom.args[0].value,  # type: ignore
+                                       target=f.atom.args[1].value,  # type: ignore
+                                       span=f.atom.args[1].span)
+                       for f in program.facts if f.atom.name == NATIVE_HANDLER),
         watched=checked.watched, calls=calls, checked=checked)

@@ -32,6 +32,11 @@ def format_value(value: object) -> str:
     return repr(value)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 rule``, ``2 rules``, ``3 strata`` (with ``many``)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def format_tuple(name: str, row: tuple, event: bool = False) -> str:
     """A stored tuple as Overlog text: ``name(v1, v2)`` or ``name[v1, v2]``."""
     args = ", ".join(format_value(v) for v in row)
@@ -92,7 +97,8 @@ def format_literal(literal: s.Literal) -> str:
     raise TypeError(f"not a body literal: {literal!r}")
 
 
-def _bound(value: int | float) -> str:
+def format_bound(value: int | float) -> str:
+    """A lifetime or size: a number, or `infinity`."""
     return "infinity" if value == math.inf else format_value(value)
 
 
@@ -106,7 +112,8 @@ def format_statement(statement: s.Statement) -> str:
             return f"{format_atom(atom)}."
         case s.Materialize(name=name, lifetime=lifetime, size=size, keys=keys):
             key_text = ", ".join(str(k) for k in keys)
-            return f"materialize({name}, {_bound(lifetime)}, {_bound(size)}, keys({key_text}))."
+            return (f"materialize({name}, {format_bound(lifetime)}, {format_bound(size)}, "
+                    f"keys({key_text})).")
         case s.Watch(name=name):
             return f"watch({name})."
     raise TypeError(f"not a statement: {statement!r}")

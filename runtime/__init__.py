@@ -1,1 +1,2 @@
-"""The engine: catalog, table store, semi-naive fixpoint, timestep loop, backends."""
+"""The engine: the store and its backends, the semi-naive fixpoint, timesteps, clocks and the
+event API. Runs a ProgramPlan (``overlog.plan``); installed as ``overlog.runtime``."""

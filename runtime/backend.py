@@ -9,9 +9,12 @@ rows in Python sets with hash indexes; a Spark backend keeps them as DataFrames.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from overlog.plan import Expr, Plan
+
+if TYPE_CHECKING:
+    from overlog.analysis import Relation
 
 Row = tuple
 
@@ -90,6 +93,9 @@ class Store(Protocol):
     def begin_step(self) -> None:
         """Event relations lose last step's rows (they become ``removed``)."""
 
+    def abort_step(self) -> None:
+        """Undo the step, ``begin_step`` included, as if it had never started."""
+
     def end_step(self) -> None:
         """Forget the step's added and removed rows of persistent relations."""
 
@@ -111,6 +117,13 @@ class Backend(Protocol):
 
     def values(self, exprs: tuple[Expr, ...]) -> tuple:
         """The values of ground expressions (a fact's arguments). Raises PlanFailure."""
+
+
+# (relations, functions, names of the user's functions) -> a Backend on a new store holding
+# those relations. ``functions`` is live (functions may be registered until the first step):
+# read it when preparing plans, not before.
+BackendFactory = Callable[["Mapping[str, Relation]", Mapping[str, Callable], Collection[str]],
+                          Backend]
 
 
 def guard_functions(functions: Mapping[str, Callable], user: Collection[str],

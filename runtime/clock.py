@@ -41,7 +41,8 @@ class SimClock:
 
 
 class RealClock:
-    """Wall-clock time since creation (monotonic); a wait sleeps, and a wake ends it."""
+    """Wall-clock time since creation (monotonic); a wait sleeps, and a wake ends it. One
+    clock serves one engine (a wake is consumed by the wait it ends)."""
 
     def __init__(self) -> None:
         self._start = time.monotonic()

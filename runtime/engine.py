@@ -27,7 +27,7 @@ from overlog.diagnostics import Diagnostic
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.plan import ProgramPlan, RulePlan, expr_calls
-from overlog.runtime.backend import PlanFailure
+from overlog.runtime.backend import BackendFactory, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
@@ -35,7 +35,7 @@ from overlog.runtime.local import LocalBackend
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import EvaluationError, Fixpoint
 from overlog.runtime.softstate import SoftState
-from overlog.runtime.store import LocalStore, Row
+from overlog.runtime.store import Row
 
 ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
@@ -78,9 +78,12 @@ class Engine:
                  functions: Mapping[str, Callable] | None = None,
                  defines: Mapping[str, Any] | None = None,
                  handlers: Sequence[Handler] = (),
-                 natives: NativeResolver | None = None) -> None:
+                 natives: NativeResolver | None = None,
+                 backend: str | BackendFactory = "local") -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
         if isinstance(source, ProgramPlan):
+            if defines:
+                raise ValueError("defines apply when compiling: pass them to compile_program")
             plan = source
         else:
             known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
@@ -96,13 +99,18 @@ class Engine:
         relations = {**plan.relations}
         relations.setdefault(ERROR_RELATION, _ERROR)
         self.relations: dict[str, Relation] = relations
-        self.store = LocalStore(relations)
+        # every function the program may call; user functions may be added until step 1
+        self._functions = make_functions(lambda: self.now, self.rng)
+        self._functions.update(self.user_functions)
+        self.backend = _backend_factory(backend)(relations, self._functions,
+                                                 self.user_functions.keys())
+        self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
                      if not rel.event and (rel.lifetime != math.inf or rel.size != math.inf)}
         # persistent relations with neither keys nor soft state: inserts apply as sets
-        self._plain = {name for name, rel in relations.items() if not rel.event
-                       and len(rel.keys) == rel.arity and name not in self.soft}
+        self._plain = {name for name, rel in relations.items()
+                       if not rel.event and not rel.keyed and name not in self.soft}
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
         self.listeners: list[Listener] = []
@@ -195,6 +203,7 @@ class Engine:
         if self._fixpoint is not None:
             raise RuntimeError("register functions before the first step")
         self.user_functions[name] = fn
+        self._functions[name] = fn
 
     def rows(self, relation: str) -> list[Row]:
         self._relation(relation)
@@ -247,6 +256,7 @@ class Engine:
             inputs += [("delete", name, row) for row in soft.expired(self.now)]
         inputs += self.pending
         self.pending = []
+        given = inputs
         store = self.store
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
@@ -271,8 +281,8 @@ class Engine:
                         quarantined.append((culprit, failure.error))
                         inputs = [i for i in inputs if i is not culprit]
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
-            store.rollback()
-            self._unstep(inputs)
+            store.abort_step()
+            self._unstep(given)
             raise
         finally:
             gc.set_threshold(*thresholds)
@@ -506,11 +516,6 @@ class Engine:
 
     # -- set-up -------------------------------------------------------------------------
 
-    def _functions(self) -> dict[str, Callable]:
-        functions = make_functions(lambda: self.now, self.rng)
-        functions.update(self.user_functions)
-        return functions
-
     def _unknown_functions(self, functions: Mapping[str, Callable], calls) -> None:
         missing = [(name, span) for name, span in calls if name not in functions]
         if missing:
@@ -518,20 +523,16 @@ class Engine:
                                  for name, span in missing], self.plan.checked.source)
 
     def _start(self) -> Fixpoint:
-        functions = self._functions()
-        self._unknown_functions(functions, self.plan.calls)
-        backend = LocalBackend(self.store, functions, frozenset(self.user_functions))
-        return Fixpoint(self.plan, backend)
+        self._unknown_functions(self._functions, self.plan.calls)
+        return Fixpoint(self.plan, self.backend)
 
     def _load_facts(self) -> None:
-        functions = self._functions()
-        backend = LocalBackend(self.store, functions, frozenset(self.user_functions))
         for fact in self.plan.facts:
-            self._unknown_functions(functions, [(call.function, call.span)
-                                                for value in fact.values
-                                                for call in expr_calls(value)])
+            self._unknown_functions(self._functions, [(call.function, call.span)
+                                                      for value in fact.values
+                                                      for call in expr_calls(value)])
             try:
-                row = backend.values(fact.values)
+                row = self.backend.values(fact.values)
             except PlanFailure as failure:
                 raise SemanticError([Diagnostic(
                     "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
@@ -545,12 +546,19 @@ class Engine:
                 self.pending.append(("insert", fact.relation, row))
 
     def _bind_natives(self, natives: NativeResolver | None) -> None:
-        for relation, target in self.plan.handlers:
-            if natives is None:
-                raise SemanticError([Diagnostic(
-                    "E218", f"native handler `{target}`: this engine resolves no native "
-                    "handlers", None)], self.plan.checked.source)
-            self.register_listener(relation, None, natives(target))
+        problems, found = [], []
+        for handler in self.plan.handlers:
+            try:
+                if natives is None:
+                    raise LookupError(f"native handler `{handler.target}`: this engine "
+                                      "resolves no native handlers")
+                found.append((handler.relation, natives(handler.target)))
+            except LookupError as error:
+                problems.append(Diagnostic("E218", str(error.args[0]), handler.span))
+        if problems:
+            raise SemanticError(problems, self.plan.checked.source)
+        for relation, handler in found:
+            self.register_listener(relation, None, handler)
 
     def _relation(self, relation: str) -> Relation:
         rel = self.relations.get(relation)
@@ -570,6 +578,16 @@ class Engine:
         if len(row) != rel.arity:
             raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
         return row
+
+
+def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
+    if backend in ("local", "auto"):  # auto: the only backend there is yet
+        return LocalBackend.create
+    if isinstance(backend, str):
+        raise ValueError(f"backend must be 'local', 'auto' or a BackendFactory, not {backend!r}"
+                         + (" (the Spark backend is not available yet)"
+                            if backend == "spark" else ""))
+    return backend
 
 
 def _rule_name(rule: RulePlan) -> str:

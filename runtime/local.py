@@ -16,16 +16,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
-import math
+import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
 from overlog.runtime.backend import FunctionError, PlanFailure, guard_functions
 from overlog.runtime.builtins import aggregate, divide, remainder
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
+
+if TYPE_CHECKING:
+    from overlog.analysis import Relation
 
 # what evaluating an expression may raise: arithmetic, comparing or combining values of the
 # wrong types, bad values for a built-in (f_car of an empty list), errors of user functions
@@ -34,12 +37,20 @@ EXPRESSION_ERRORS = (ArithmeticError, TypeError, ValueError, FunctionError)
 
 class LocalBackend:
     """The ``Backend`` protocol on a LocalStore. ``functions`` maps every function name the
-    program may call to its implementation; those named in ``user`` are the user's."""
+    program may call to its implementation; those named in ``user`` are the user's (both are
+    read when a plan is prepared)."""
 
     def __init__(self, store: LocalStore, functions: Mapping[str, Callable],
-                 user: frozenset[str] = frozenset()) -> None:
+                 user: Collection[str] = frozenset()) -> None:
         self.store = store
-        self.functions = guard_functions(functions, user)
+        self.functions = functions
+        self.user = user
+
+    @classmethod
+    def create(cls, relations: Mapping[str, Relation], functions: Mapping[str, Callable],
+               user: Collection[str]) -> LocalBackend:
+        """A BackendFactory: a local backend on a new store of ``relations``."""
+        return cls(LocalStore(relations), functions, user)
 
     def prepare(self, plan: p.Plan) -> Callable[..., Any]:
         gen = _Codegen(plan, self.store)
@@ -47,39 +58,43 @@ class LocalBackend:
         for relation, cols in gen.indexes:  # create them now: maintained from the start
             self.store.table(relation).index(cols)
         namespace = dict(gen.namespace)
-        namespace.update({f"F_{name}": fn for name, fn in self.functions.items()})
+        functions = guard_functions(self.functions, self.user)
+        namespace.update({f"F_{name}": fn for name, fn in functions.items()})
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]
         filename = f"<overlog plan {digest}>"
-        exec(compile(source, filename, "exec"), namespace)
-        run = namespace["run"]
-        # the source stays readable in tracebacks while some plan function uses it
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        _users[filename] = _users.get(filename, 0) + 1
+        with _lock:  # finalizers may run on any thread
+            exec(compile(source, filename, "exec"), namespace)
+            run = namespace["run"]
+            # the source stays readable in tracebacks while some plan function uses it
+            # (counted first: a finalizer running in between must not drop the entry)
+            _users[filename] = _users.get(filename, 0) + 1
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         weakref.finalize(run, _release, filename)
         return run
 
     def values(self, exprs: tuple[p.Expr, ...]) -> tuple:
+        functions = guard_functions(self.functions, self.user)
         try:
-            return tuple(self._value(e) for e in exprs)
+            return tuple(_value(e, functions) for e in exprs)
         except EXPRESSION_ERRORS as error:
             cause = error.cause if isinstance(error, FunctionError) else error
             raise PlanFailure(cause, {}) from error
 
-    def _value(self, expr: p.Expr) -> Any:
-        """A ground expression's value, interpreted (facts: once each, no code to compile)."""
-        match expr:
-            case p.Const(value=value):
-                return value
-            case p.Arith(op=op, left=left, right=right):
-                a, b = self._value(left), self._value(right)
-                return _ARITHMETIC[op](a, b)
-            case p.Negate(operand=operand):
-                return -self._value(operand)
-            case p.Call(function=function, args=args):
-                return self.functions[function](*(self._value(a) for a in args))
-            case p.MakeList(items=items):
-                return tuple(self._value(i) for i in items)
-        raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
+
+def _value(expr: p.Expr, functions: Mapping[str, Callable]) -> Any:
+    """A ground expression's value, interpreted (facts: once each, no code to compile)."""
+    match expr:
+        case p.Const(value=value):
+            return value
+        case p.Arith(op=op, left=left, right=right):
+            return _ARITHMETIC[op](_value(left, functions), _value(right, functions))
+        case p.Negate(operand=operand):
+            return -_value(operand, functions)
+        case p.Call(function=function, args=args):
+            return functions[function](*(_value(a, functions) for a in args))
+        case p.MakeList(items=items):
+            return tuple(_value(i, functions) for i in items)
+    raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
 
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
@@ -87,13 +102,15 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "/": divide, "%": remainder}
 
 _users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it
+_lock = threading.RLock()  # reentrant: a finalizer may run while it is held
 
 
 def _release(filename: str) -> None:
-    _users[filename] -= 1
-    if not _users[filename]:
-        del _users[filename]
-        linecache.cache.pop(filename, None)
+    with _lock:
+        _users[filename] -= 1
+        if not _users[filename]:
+            del _users[filename]
+            linecache.cache.pop(filename, None)
 
 
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
@@ -125,12 +142,12 @@ class _Codegen:
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
             "PlanFailure": PlanFailure, "FunctionError": FunctionError,
-            "EXPRESSION_ERRORS": EXPRESSION_ERRORS, "INF": math.inf,
+            "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
         self.locals: dict[tuple, str] = {}
         self.vars: dict[str, str] = {}  # plan variable -> Python local
-        self.lines: list[str] = []
+        self.lines: list[tuple[str, bool]] = []
         self.depth = 0
         self.counter = 0
         self.indexes: list[tuple[str, tuple[int, ...]]] = []
@@ -210,8 +227,10 @@ class _Codegen:
     def key_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return self.expr(terms[0]) if len(terms) == 1 else self.tuple_expr(terms)
 
-    def emit_line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
+    def emit_line(self, text: str, evaluates: bool = False) -> None:
+        """A line of the loops; ``evaluates`` marks one that evaluates an expression (an
+        error raised elsewhere is the engine's, not the program's)."""
+        self.lines.append(("    " * self.depth + text, evaluates))
 
     def open_loop(self, source: str, arity: int, binds: p.Columns, checks: p.Checks,
                   excluded: str | None = None) -> None:
@@ -231,7 +250,7 @@ class _Codegen:
             self.emit_line(f"if {row} in {excluded}: continue")
             self.emit_line(f"{target} = {row}")
         for column, term in checks:
-            self.emit_line(f"if {names[column]} != {self.expr(term)}: continue")
+            self.emit_line(f"if {names[column]} != {self.expr(term)}: continue", True)
 
     def driver(self, driver: p.Driver) -> None:
         match driver:
@@ -253,19 +272,24 @@ class _Codegen:
             key = self.tuple_expr(op.key_terms)
             if prior:
                 removed = self.rows(op.relation, "removed")
-                self.emit_line(f"if not ({key} in {rows} or {key} in {removed}): continue")
+                self.emit_line(f"if not ({key} in {rows} or {key} in {removed}): continue",
+                               True)
             elif skip:
-                self.emit_line(f"_r = {key}")
+                self.emit_line(f"_r = {key}", True)
                 self.emit_line(f"if _r not in {rows} or _r in "
                                f"{self.excluded(op.relation)}: continue")
             else:
-                self.emit_line(f"if {key} not in {rows}: continue")
+                self.emit_line(f"if {key} not in {rows}: continue", True)
             return
         if not op.key:
             rows = self.rows(op.relation)
             source = f"_chain({rows}, {self.rows(op.relation, 'removed')})" if prior else rows
         else:
             key = self.key_expr(op.key_terms)
+            if not all(isinstance(t, (p.Var, p.Const)) for t in op.key_terms):
+                computed = self.name("_k")  # evaluated on its own line, not in the loop's
+                self.emit_line(f"{computed} = {key}", True)
+                key = computed
             source = f"{self.index(op.relation, op.key)}.get({key}, EMPTY)"
             if prior:
                 rx = self.removed_index(op.relation, op.key)
@@ -277,14 +301,14 @@ class _Codegen:
         rows = self.rows(op.relation)
         arity = self.store.table(op.relation).arity
         if op.key == tuple(range(arity)):
-            self.emit_line(f"if {self.tuple_expr(op.key_terms)} in {rows}: continue")
+            self.emit_line(f"if {self.tuple_expr(op.key_terms)} in {rows}: continue", True)
         elif not op.key:
             self.emit_line(f"if {rows}: continue")
         else:
             ix = self.index(op.relation, op.key)
-            self.emit_line(f"if {self.key_expr(op.key_terms)} in {ix}: continue")
+            self.emit_line(f"if {self.key_expr(op.key_terms)} in {ix}: continue", True)
 
-    def body(self, checked: bool, depth: int) -> list[str]:
+    def body(self, checked: bool, depth: int) -> list[tuple[str, bool]]:
         self.lines, self.depth, self.checked = [], depth, checked
         self.driver(self.plan.driver)
         for op in self.plan.operators:
@@ -295,15 +319,15 @@ class _Codegen:
                     self.antijoin(op)
                 case p.Filter(op=cmp, left=left, right=right):
                     self.emit_line(f"if not ({self.expr(left)} {cmp} "
-                                   f"{self.expr(right)}): continue")
+                                   f"{self.expr(right)}): continue", True)
                 case p.Let(var=var, expr=expr):
-                    self.emit_line(f"{self.var(var)} = {self.expr(expr)}")
+                    self.emit_line(f"{self.var(var)} = {self.expr(expr)}", True)
         project = self.plan.project
         head = self.tuple_expr(project.terms)
         if project.unless_in is None:
-            self.emit_line(f"_add({head})")
+            self.emit_line(f"_add({head})", True)
         else:
-            self.emit_line(f"_h = {head}")
+            self.emit_line(f"_h = {head}", True)
             self.emit_line(f"if _h not in {self.rows(project.unless_in)}: _add(_h)")
         return self.lines
 
@@ -312,8 +336,8 @@ class _Codegen:
                       if isinstance(op, p.Join) and op.version is p.Version.OLD})
         if old:  # two variants: skip the excluded rows only when there are any
             test = " or ".join(self.excluded(r) for r in old)
-            body = [f"        if {test}:", *self.body(True, 3), "        else:",
-                    *self.body(False, 3)]
+            body = [(f"        if {test}:", False), *self.body(True, 3),
+                    ("        else:", False), *self.body(False, 3)]
         else:
             body = self.body(False, 2)
         aggregate = self.plan.aggregate
@@ -322,12 +346,18 @@ class _Codegen:
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
+        head = ["def run(seed, exclude=NOTHING):", *start, *self.prologue, "    try:"]
+        # the lines where an expression is evaluated, by line number in the source
+        self.namespace["EVALUATING"] = frozenset(
+            len(head) + i + 1 for i, (_, evaluates) in enumerate(body) if evaluates)
         # user variables by their Python local, for the binding an error reports
         self.namespace["NAMES"] = {local: name for name, local in self.vars.items()
                                    if not name.startswith("#")}
         return "\n".join([
-            "def run(seed, exclude=NOTHING):", *start, *self.prologue, "    try:", *body,
+            *head, *(line for line, _ in body),
             "    except EXPRESSION_ERRORS as _e:",
+            "        if _e.__traceback__.tb_lineno not in EVALUATING:",
+            "            raise  # not from an expression: a bug of the engine's",
             "        _b = {NAMES[k]: v for k, v in locals().items() if k in NAMES}",
             "        _c = _e.cause if isinstance(_e, FunctionError) else _e",
             "        raise PlanFailure(_c, _b) from _e",

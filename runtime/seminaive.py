@@ -163,8 +163,7 @@ class Fixpoint:
         self.rules = [_Rule(r, backend, relations[r.head].arity) for r in plan.rules]
         self.strata = [[self.rules[i] for i in stratum.rules] for stratum in plan.strata]
         self.deferred = [r for r in self.rules if r.plan.deferred]
-        self.keyed = {name: not rel.event and len(rel.keys) < rel.arity
-                      for name, rel in relations.items()}
+        self.keyed = {name: rel.keyed for name, rel in relations.items()}
         self.aggregate_state: dict[int, dict[tuple, Row]] = {
             r.plan.index: {} for r in self.rules if r.aggregation and not r.head_event}
         self.view_heads = {r.head for r in self.rules

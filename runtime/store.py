@@ -282,14 +282,26 @@ class Table:
         self._batches = []
         self.removed = set()
 
-    def end_events(self) -> None:
+    def end_events(self) -> tuple:
         """Start a step for an event table: last step's events become ``removed`` (views
-        that negate them react), and the table is emptied (not journaled)."""
+        that negate them react), and the table is emptied (not journaled). Returns what
+        ``restore_events`` needs to undo it."""
+        before = (self.rows, self.removed, self._added, self._batches, self.indexes)
         self.removed = self.rows
         self.rows = set()
         self._added = set()
         self._batches = []
         self.indexes = {cols: defaultdict(list) for cols in self.indexes}
+        self._index_rows = _make_indexer(self.indexes)
+        return before
+
+    def restore_events(self, before: tuple) -> None:
+        """Undo ``end_events`` (a step that never happened)."""
+        self.rows, self.removed, self._added, self._batches, indexes = before
+        for cols in self.indexes.keys() - indexes.keys():  # made in the step: build them
+            indexes[cols] = defaultdict(list)
+            _make_indexer({cols: indexes[cols]})(self.rows)
+        self.indexes = indexes
         self._index_rows = _make_indexer(self.indexes)
 
 
@@ -302,6 +314,7 @@ class LocalStore:
                        for name, rel in relations.items()}
         self._events = [t for t in self.tables.values() if t.event]
         self._persistent = [t for t in self.tables.values() if not t.event]
+        self._events_before: list[tuple[Table, tuple]] = []
 
     def table(self, relation: str) -> Table:
         return self.tables[relation]
@@ -361,8 +374,13 @@ class LocalStore:
         self.journal.entries.clear()
 
     def begin_step(self) -> None:
-        for table in self._events:
-            table.end_events()
+        self._events_before = [(table, table.end_events()) for table in self._events]
+
+    def abort_step(self) -> None:
+        self.rollback()
+        for table, before in self._events_before:
+            table.restore_events(before)
+        self._events_before = []
 
     def end_step(self) -> None:
         for table in self._persistent:

@@ -1,23 +1,28 @@
 """``overlog explain`` prints the plans the runtime runs: every plan the fixpoint evaluates
 while running the golden programs is one of the ProgramPlan's, and appears in the explain
-output exactly as printed there."""
+output exactly as printed there, under what it is for."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import overlog
 from overlog import plan as p
 from overlog.runtime import local
 from tests.goldens import GOLDEN, discover, golden_id, run_cli
 
 ROOT = Path(__file__).parents[1]
 PROGRAMS = [*discover("eval"), *sorted((ROOT / "programs").glob("*.olg"))]
-# what each golden run evaluated: (program, purpose, plan)
-EVALUATED: list[tuple[str, str, p.Plan]] = []
+
+
+def _name(path: Path) -> str:
+    return golden_id(path) if GOLDEN in path.parents else f"programs/{path.name}"
 
 
 @contextmanager
@@ -40,35 +45,47 @@ def recording(ran: list[p.Plan]) -> Iterator[None]:
         local.LocalBackend.prepare = prepare  # type: ignore[method-assign]
 
 
-def _name(path: Path) -> str:
-    return golden_id(path) if GOLDEN in path.parents else f"programs/{path.name}"
+@dataclass
+class Run:
+    explained: str  # overlog explain's output
+    purposes: dict[p.Plan, set[str]]  # every plan of the ProgramPlan -> what it is for
+    ran: list[p.Plan]  # what the fixpoint evaluated while overlog run ran the program
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=_name)
-def test_every_plan_run_is_explained(path: Path) -> None:
-    code, explained, err = run_cli(["explain", path.name], cwd=path.parent)
-    assert code == 0, err
-    ran: list[p.Plan] = []
-    with recording(ran):
-        run_cli(["run", path.name, "--steps", "50"], cwd=path.parent)
-    assert ran, "the program evaluated no plan"
-    import overlog
-
-    program = overlog.compile_program(path.read_text(encoding="utf-8"), path.name)
-    purposes = {plan: purpose for _, purpose, plan in program.plans()}
-    for plan in dict.fromkeys(ran):
-        assert plan in purposes, p.format_plan(plan)
-        printed = f"{purposes[plan]}:\n" + "\n".join(
-            f"        {line}" for line in p.format_plan(plan).split("\n"))
-        assert printed in explained, printed
-        EVALUATED.append((_name(path), purposes[plan], plan))
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Run]:
+    found = {}
+    for path in PROGRAMS:
+        code, explained, err = run_cli(["explain", path.name], cwd=path.parent)
+        assert code == 0, err
+        ran: list[p.Plan] = []
+        with recording(ran):
+            code, _, err = run_cli(["run", path.name, "--steps", "50"], cwd=path.parent)
+        assert code == (3 if "error[E3" in err else 0), err
+        program = overlog.compile_program(path.read_text(encoding="utf-8"), path.name)
+        purposes: dict[p.Plan, set[str]] = defaultdict(set)
+        for _, purpose, plan in program.plans():
+            purposes[plan].add(purpose)
+        found[_name(path)] = Run(explained, purposes, ran)
+    return found
 
 
-def test_the_goldens_run_every_kind_of_plan() -> None:
-    """Over all golden programs (run above), every kind of variant was evaluated."""
-    if len({name for name, _, _ in EVALUATED}) < len(PROGRAMS):
-        pytest.skip("needs the whole parametrized test above in this session")
-    purposes = {purpose for _, purpose, _ in EVALUATED}
+@pytest.mark.parametrize("name", [_name(path) for path in PROGRAMS])
+def test_every_plan_run_is_explained(runs: dict[str, Run], name: str) -> None:
+    run = runs[name]
+    assert run.ran, "the program evaluated no plan"
+    for plan in dict.fromkeys(run.ran):
+        assert plan in run.purposes, p.format_plan(plan)
+        body = "\n".join(f"        {line}" for line in p.format_plan(plan).split("\n"))
+        assert all(f"      {purpose}:\n{body}" in run.explained
+                   for purpose in run.purposes[plan]), body
+
+
+def test_the_goldens_run_every_kind_of_plan(runs: dict[str, Run]) -> None:
+    """Over all golden programs, every kind of variant was evaluated (so the test above
+    covers them all)."""
+    purposes = {purpose for run in runs.values() for plan in run.ran
+                for purpose in run.purposes[plan]}
     kinds = {
         "insertion": any(x.startswith("when") and "over-deletion" not in x for x in purposes),
         "over-deletion": any("over-deletion" in x for x in purposes),
@@ -79,3 +96,10 @@ def test_the_goldens_run_every_kind_of_plan() -> None:
         "first step": "at the first step (no positive atom)" in purposes,
     }
     assert [kind for kind, seen in kinds.items() if not seen] == []
+
+
+def test_the_engine_runs_the_plan_compile_program_returns() -> None:
+    source = (ROOT / "programs" / "shortest_paths.olg").read_text(encoding="utf-8")
+    plan = overlog.compile_program(source, "shortest_paths.olg")
+    assert overlog.Engine(source, "shortest_paths.olg").plan == plan
+    assert overlog.Engine(plan).plan is plan

@@ -8,6 +8,7 @@ their generic top-level names.
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -94,9 +95,17 @@ def test_the_layer_check_sees_a_violation(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the sources (a build leaves build/ behind, whose stale
+    files a later build of the checkout itself would pack)."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
+                    "--no-build-isolation", "--wheel-dir", str(out), str(source)],
                    check=True, capture_output=True, cwd=out)
     (found,) = out.glob("overlog-*.whl")
     return found

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from overlog import syntax as s
-from overlog.analysis.catalog import NATIVE_HANDLER, NativesCheck, Relation, build_catalog
+from overlog.analysis.catalog import NativesCheck, Relation, build_catalog
 from overlog.analysis.safety import check_statements
 from overlog.analysis.strata import RuleInfo, Stratum, stratify
 from overlog.diagnostics import Diagnostic
@@ -36,13 +36,6 @@ class CheckedProgram:
     @property
     def watched(self) -> tuple[str, ...]:
         return tuple(st.name for st in self.program.statements if isinstance(st, s.Watch))
-
-    @property
-    def handlers(self) -> tuple[tuple[str, str], ...]:
-        """(event relation, "module:function") pairs from registerNativeEventHandler facts."""
-        return tuple(
-            (f.atom.args[0].value, f.atom.args[1].value)  # type: ignore[union-attr]
-            for f in self.program.facts if f.atom.name == NATIVE_HANDLER)
 
 
 def analyze(program: s.Program, source: Source,

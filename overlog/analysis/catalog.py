@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
+from overlog.printer import plural
 from overlog.source import Span
 
 PERIODIC = "periodic"
@@ -34,6 +35,11 @@ class Relation:
     builtin: bool = False  # fed by the runtime (periodic)
     span: Span | None = None  # declaration, or first use
     location: int | None = None  # the column its uses mark with `@`: the tuple's address
+
+    @property
+    def keyed(self) -> bool:
+        """A persistent relation keyed on fewer than all its fields (one row per key)."""
+        return not self.event and len(self.keys) < self.arity
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +70,6 @@ def _uses(program: s.Program) -> list[_Use]:
                 elif isinstance(literal, s.Negation):
                     uses.append(_use(literal.atom, "negated"))
     return uses
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _kind(event: bool) -> str:
@@ -125,10 +127,10 @@ def build_catalog(program: s.Program, natives: NativesCheck | None = None,
                             "whole program"))))
         elif seen.arity != use.arity:
             diagnostics.append(Diagnostic(
-                "E201", f"relation `{use.name}` is used with {_plural(use.arity, 'argument')} "
-                f"here but with {_plural(seen.arity, 'argument')} before",
+                "E201", f"relation `{use.name}` is used with {plural(use.arity, 'argument')} "
+                f"here but with {plural(seen.arity, 'argument')} before",
                 use.span,
-                notes=(Note(f"first used with {_plural(seen.arity, 'argument')} here",
+                notes=(Note(f"first used with {plural(seen.arity, 'argument')} here",
                             seen.span),)))
         if use.loc is None:
             continue
@@ -217,8 +219,8 @@ def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],
         if bad:
             problems.append(Diagnostic(
                 "E203", f"key position {bad[0]} is out of range for `{decl.name}`, which has "
-                f"{_plural(use.arity, 'field')} (positions are 1-based)", decl.span,
-                notes=(Note(f"`{decl.name}` used with {_plural(use.arity, 'argument')} here",
+                f"{plural(use.arity, 'field')} (positions are 1-based)", decl.span,
+                notes=(Note(f"`{decl.name}` used with {plural(use.arity, 'argument')} here",
                             use.span),)))
     if len(set(decl.keys)) != len(decl.keys):
         problems.append(Diagnostic(

@@ -75,7 +75,16 @@ def test_native_handlers_are_checked_against_the_standard_library() -> None:
         overlog.compile_program(source)
     from overlog.compile import compile_program  # the language layer checks only the form
 
-    assert compile_program(source).handlers == (("a", "stdlib.io:nope"),)
+    (handler,) = compile_program(source).handlers
+    assert (handler.relation, handler.target, handler.span.line) == ("a", "stdlib.io:nope", 2)
+
+
+def test_importing_overlog_loads_nothing_else() -> None:
+    code = ("import sys, overlog; "
+            "print(sorted(m for m in sys.modules if m.startswith('overlog.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout == "[]\n"
 
 
 def test_the_language_layer_does_not_load_the_runtime() -> None:

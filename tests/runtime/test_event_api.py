@@ -11,6 +11,7 @@ import pytest
 import overlog
 from overlog import ANY, DeliveryError
 from overlog.runtime.events import Outbound
+from overlog.runtime.local import LocalBackend
 from overlog.stdlib import Loopback, periodic
 
 GOSSIP = """
@@ -112,20 +113,25 @@ def test_deliver_from_another_thread_wakes_a_waiting_run() -> None:
     assert [r.events for r in reports] == [{"e": [(1,)]}]
 
 
-def test_deliveries_from_many_threads_all_arrive() -> None:
+def test_deliveries_from_many_threads_while_it_steps_all_arrive() -> None:
     eng = overlog.Engine("got(T, I) :- e[T, I].\n")
+    go = threading.Event()
 
     def send(thread: int) -> None:
-        for i in range(500):
+        go.wait()
+        for i in range(2000):
             eng.deliver("e", (thread, i))
 
     threads = [threading.Thread(target=send, args=(n,)) for n in range(4)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    go.set()
+    steps = 0
+    while any(thread.is_alive() for thread in threads):
+        eng.step()  # the engine steps while the threads deliver
+        steps += 1
     eng.run()
-    assert len(eng.rows("got")) == 2000
+    assert len(eng.rows("got")) == 8000 and steps > 0
 
 
 class StepClock:
@@ -184,3 +190,34 @@ def test_listener_phases_are_checked() -> None:
     eng = overlog.Engine("p(X) :- q(X).\n")
     with pytest.raises(ValueError, match="phase must be 'pre', 'post' or 'send'"):
         eng.register_listener("p", None, print, phase="later")
+
+
+def test_the_backend_is_pluggable() -> None:
+    made = []
+
+    def factory(relations, functions, user):
+        made.append(sorted(relations))
+        return LocalBackend.create(relations, functions, user)
+
+    eng = overlog.Engine("p(X) :- q(X).\nq(1).\n", backend=factory)
+    eng.run()
+    assert (made, eng.rows("p")) == ([["error", "p", "q"]], [(1,)])
+    with pytest.raises(ValueError, match=r"not 'spark' \(the Spark backend is not available"):
+        overlog.Engine("p(1).", backend="spark")
+
+
+def test_a_compiled_plan_runs_on_many_engines() -> None:
+    plan = overlog.compile_program('a["x"].\nregisterNativeEventHandler["a", "mine:f"].\n',
+                                   natives=lambda target: print)
+    with pytest.raises(ValueError, match="defines apply when compiling"):
+        overlog.Engine(plan, defines={"X": 1})
+    with pytest.raises(overlog.SemanticError) as caught:  # resolved against the stdlib
+        overlog.Engine(plan)
+    assert [(d.code, d.message, d.span.line) for d in caught.value.diagnostics] == [
+        ("E218", "unknown native handler `mine:f`: cannot import `mine` "
+                 "(No module named 'mine')", 2)]
+    seen: list[tuple] = []
+    for address in ("a", "b"):
+        eng = overlog.Engine(plan, address=address, natives=lambda target: seen.append)
+        eng.run()
+    assert seen == [("x",), ("x",)]

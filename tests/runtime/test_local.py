@@ -107,6 +107,23 @@ def test_expression_errors_carry_the_binding(backend: LocalBackend) -> None:
     assert caught.value.binding == {"X": 1, "Y": 2}
 
 
+def test_errors_outside_expressions_are_not_the_programs(backend: LocalBackend) -> None:
+    """A ValueError or TypeError raised by the loops themselves (a seed of the wrong shape,
+    a bad exclusion) is a bug of the engine's: it propagates as it is."""
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(join("b", V.OLD, "Y", "Z"),),
+                  project=p.Project(terms=(p.Arith(op="+", left=var("X"), right=var("Z")),)))
+    run = backend.prepare(plan)
+    with pytest.raises(ValueError, match="too many values to unpack"):
+        run([(1, 2, 3)])
+    with pytest.raises(TypeError):
+        run([(2, 3)], {"b": 5})
+    with pytest.raises(PlanFailure) as caught:  # 2 + "x": the expression's error
+        run([(2, 3)])
+    assert isinstance(caught.value.cause, TypeError)
+    assert caught.value.binding == {"X": 2, "Y": 3, "Z": "x"}
+
+
 def test_generated_code_shows_in_tracebacks(backend: LocalBackend) -> None:
     plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
                   operators=(), project=p.Project(terms=(
@@ -132,7 +149,6 @@ def test_a_user_function_that_raises_is_the_programs_error() -> None:
 def test_a_bug_of_the_engine_surfaces_and_loses_nothing(monkeypatch) -> None:
     """An error an expression cannot raise (here from a broken built-in) is not reported as
     the program's: it propagates, the step is undone, and its inputs wait for the next."""
-    eng = overlog.Engine('t(1).\np(S) :- q[X], t(X), S := f_size("ab").\n')
     size, calls = builtins.f_size, []
 
     def broken_once(value):
@@ -142,6 +158,7 @@ def test_a_bug_of_the_engine_surfaces_and_loses_nothing(monkeypatch) -> None:
         return size(value)
 
     monkeypatch.setattr(builtins, "f_size", broken_once)
+    eng = overlog.Engine('t(1).\np(S) :- q[X], t(X), S := f_size("ab").\n')
     eng.insert("t", (2,))
     eng.generate_event("q", (2,))
     with pytest.raises(KeyError, match="engine bug"):

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from overlog.analysis import Relation
 from overlog.runtime import store
-from overlog.runtime.store import Journal, Table
+from overlog.runtime.store import Journal, LocalStore, Table
 
 COLUMNS = ((0,), (1,), (0, 2))
 values = st.integers(0, 2)
@@ -105,3 +106,20 @@ def test_a_bucket_past_the_limit_becomes_a_set() -> None:
     table.remove_many({(1, 6), (1, 7)})
     assert sorted(index[1]) == sorted({(1, i) for i in range(-1, store.BIG_BUCKET)}
                                       - {(1, 5), (1, 6), (1, 7)})
+
+
+def test_an_aborted_step_restores_last_steps_events() -> None:
+    store = LocalStore({"e": Relation(name="e", arity=2, event=True, keys=())})
+    store.begin_step()
+    store.add_many("e", {(1, "a"), (2, "b")})
+    store.commit()
+    store.end_step()
+    store.begin_step()  # the next step: last step's events are its removed rows
+    assert (store.rows("e"), store.removed("e")) == (set(), {(1, "a"), (2, "b")})
+    store.table("e").index((1,))
+    store.add("e", (3, "c"))
+    store.abort_step()
+    assert (store.rows("e"), store.added("e")) == ({(1, "a"), (2, "b")}, {(1, "a"), (2, "b")})
+    assert store.table("e").index((1,)) == {"a": [(1, "a")], "b": [(2, "b")]}
+    store.begin_step()  # and the step can start again
+    assert store.removed("e") == {(1, "a"), (2, "b")}
