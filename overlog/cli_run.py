@@ -16,6 +16,8 @@ from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
 
 class UsageError(Exception):
     """A bad command line: exit 2."""
@@ -109,6 +111,8 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("Parquet output needs the Spark backend, not available yet")
     if args.steps is not None and args.steps < 0:
         raise UsageError("--steps must be >= 0")
+    if args.until is not None and math.isnan(args.until):
+        raise UsageError("--until takes a number of seconds, not nan")
     defines = dict(parse_define(d) for d in args.define)
     try:
         with open(args.program, encoding="utf-8") as f:
@@ -145,13 +149,12 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
                                          op=op)
     failed = 0
+    interrupted = False
     progress = err.isatty() if hasattr(err, "isatty") else False
     last = time.monotonic()
     try:
         while args.steps is None or engine.step_count < args.steps:
-            left = None if args.steps is None else args.steps - engine.step_count
-            reports = engine.run(steps=min(left, 1000) if left is not None else 1000,
-                                 until=args.until)
+            reports = engine.run(steps=1, until=args.until)  # reported as each step ends
             for report in reports:
                 for error in report.errors:
                     print(str(error), file=err)
@@ -162,17 +165,19 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 last = time.monotonic()
                 err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
                 err.flush()
-            if not reports or (engine.idle and engine.next_time() is None):
+            if not reports:
                 break
     except OverlogError as error:
         print(str(error), file=err)
         return 1
-    except KeyboardInterrupt:
-        err.write("\ninterrupted\n")
+    except KeyboardInterrupt:  # the step it cut short was undone: the tables stand
+        interrupted = True
     except _OutputClosed:
         raise BrokenPipeError from None
     if progress:
         err.write("\r\x1b[K")
+    if interrupted:
+        err.write(f"interrupted: tables as of step {engine.step_count}\n")
 
     tables = args.print_tables or watched or [
         name for name, rel in checked.relations.items() if not rel.event]
@@ -181,7 +186,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             printer.final(name, engine.rows(name))
     if args.output:
         _write_output(engine, args.output)
-    return 3 if failed else 0
+    return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
 
 
 class _OutputClosed(BaseException):

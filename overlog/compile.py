@@ -48,10 +48,12 @@ def apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:
             return node
         changes = {}
         for f in fields(node):
+            if f.name == "span":
+                continue
             value = getattr(node, f.name)
-            if isinstance(value, tuple):
-                changes[f.name] = tuple(substitute(v) for v in value)
-            elif hasattr(value, "__dataclass_fields__") and f.name != "span":
+            if isinstance(value, tuple):  # children, or plain data (positions, keys)
+                changes[f.name] = tuple(substitute(v) if _is_node(v) else v for v in value)
+            elif _is_node(value):
                 changes[f.name] = substitute(value)
         return replace(node, **changes)
 
@@ -69,3 +71,7 @@ def natives_check(resolve: NativeResolver) -> NativesCheck:
         return None
 
     return check
+
+
+def _is_node(value: Any) -> bool:
+    return hasattr(value, "__dataclass_fields__")

@@ -117,6 +117,7 @@ class Engine:
         self._inbox = Inbox()
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
+        self._stepping = False
         self._fires_at_start = any(rule.start is not None for rule in plan.rules)
         self._load_facts()
         for handler in handlers:
@@ -164,6 +165,9 @@ class Engine:
         rel = self._relation(relation)
         if not rel.event:
             raise ValueError(f"`{relation}` is persistent: use insert()")
+        if when is not None and (isinstance(when, bool) or not isinstance(when, (int, float))
+                                 or not math.isfinite(when)):
+            raise ValueError(f"when must be a finite number of seconds, not {when!r}")
         self.queue.push(self.now if when is None else when, relation, self._row(rel, row))
 
     generateEvent = generate_event
@@ -243,6 +247,17 @@ class Engine:
 
     def step(self) -> StepReport:
         """Run one timestep at the current clock time."""
+        if self._stepping:
+            raise RuntimeError("step() or run() called while a step runs (from a listener or "
+                               "a function of the program): queue inputs instead, with "
+                               "generate_event, insert, delete or deliver")
+        self._stepping = True
+        try:
+            return self._step()
+        finally:
+            self._stepping = False
+
+    def _step(self) -> StepReport:
         if self._fixpoint is None:
             self._fixpoint = self._start()
         self.now = max(self.now, self.clock.now())
@@ -260,6 +275,7 @@ class Engine:
         store = self.store
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
+        failed: list[StepError] = []  # failures no input can be blamed for
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
         # runs a full collection, visiting every row of every table, each time they grow by
@@ -274,9 +290,12 @@ class Engine:
                 except _Failure as failure:
                     store.rollback()
                     culprit, failure = self._culprit(failure, inputs)
-                    if culprit is None:  # fails whatever its inputs: drop them all
+                    if culprit is None:  # fails whatever its inputs: the step does nothing
                         quarantined += [(i, failure.error) for i in inputs]
-                        inputs = []
+                        if not inputs:
+                            failed.append(failure.error)
+                        changes, sends = [], []
+                        break
                     else:
                         quarantined.append((culprit, failure.error))
                         inputs = [i for i in inputs if i is not culprit]
@@ -287,7 +306,17 @@ class Engine:
         finally:
             gc.set_threshold(*thresholds)
         store.commit()
-        report.firings = dict(self._fixpoint.firings)
+        try:  # the step stands: an interrupt in a callback below ends it as it is
+            self._callbacks(report, changes, sends, quarantined, failed)
+        finally:
+            store.end_step()  # the report keeps this step's change sets
+        return report
+
+    def _callbacks(self, report: StepReport, changes: list, sends: list,
+                   quarantined: list[tuple[tuple[str, str, Row], StepError]],
+                   failed: list[StepError]) -> None:
+        """After commit: queue the changes for the next step, send, report, call back."""
+        report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
@@ -295,14 +324,12 @@ class Engine:
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))
         seen = set()
-        for _, error in quarantined:
+        for error in [*(error for _, error in quarantined), *failed]:
             if id(error) not in seen:
                 seen.add(id(error))
                 report.errors.append(error)
         self._report(report)
         self._post_listeners(report)
-        store.end_step()  # the report keeps this step's change sets
-        return report
 
     def _unstep(self, inputs: list[tuple[str, str, Row]]) -> None:
         """Put a step's inputs back, in order, for the next step to take."""
@@ -332,7 +359,7 @@ class Engine:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
         fails (bisection; deterministic, unlike which failing binding is met first). Returns
         it with the failure to report, or None if the step fails even with no input."""
-        if self._fails([]) is not None:
+        if not inputs or self._fails([]) is not None:
             return None, failure
         lo, hi, found = 0, len(inputs), failure
         while hi - lo > 1:
@@ -574,10 +601,16 @@ class Engine:
 
     @staticmethod
     def _row(rel: Relation, row: tuple) -> Row:
-        row = tuple(_freeze(v) for v in row)
+        """A row given through the API, checked: a tuple or list of Overlog values (lists
+        become tuples); TypeError or ValueError otherwise, before anything is queued."""
+        if not isinstance(row, (tuple, list)):
+            raise TypeError(f"a row is a tuple of values, not {type(row).__name__}")
         if len(row) != rel.arity:
             raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
-        return row
+        try:
+            return tuple(_value(v) for v in row)
+        except DeliveryError as error:
+            raise TypeError(f"`{rel.name}`: {error}") from None
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
@@ -592,12 +625,6 @@ def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
 
 def _rule_name(rule: RulePlan) -> str:
     return f"`{rule.name}`" if rule.name else f"{rule.index + 1}"
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 def _value(value: Any) -> Any:

@@ -334,16 +334,13 @@ class Fixpoint:
 
     def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:
-        store = self.store
         rederived: dict[str, set[Row]] = {}
         for rule in views:
             candidates = overdeleted.get(rule.head)
             if not candidates or rule.rederive is None:
                 continue
-            rows = store.rows(rule.head)
             for row in rule.run(rule.rederive, rule.rederive_seeds(candidates)):
-                if row in candidates and row not in rows:
-                    store.add(rule.head, row)
+                if row in candidates and self._add_derived(rule, row):
                     rederived.setdefault(rule.head, set()).add(row)
         return rederived
 

@@ -1,7 +1,11 @@
 """``periodic[@N, E, Period, Count]``: the built-in timer, as a listener that re-generates its
 own event (the P2 event proposal's sketch). Each distinct (Period, Count) read by the program
 is one timer at the local node; each firing carries a fresh id E (1, 2, 3, ...). Rows always
-have four fields; the three-argument form reads the first three (Count = infinity)."""
+have four fields; the three-argument form reads the first three (Count = infinity).
+
+A timer keeps its schedule: firing k is due at start + k * Period, and the next firing is
+scheduled when the engine has seen this one, as an event of a step or, when that step failed
+and quarantined it, as the ``error`` event that carries it."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import itertools
 from overlog.runtime.events import EventAPI
 
 RELATION = "periodic"
+ERROR = "error"  # error[Step, Relation, Row, Message]
 
 
 def install(engine: EventAPI) -> None:
@@ -19,21 +24,30 @@ def install(engine: EventAPI) -> None:
         return
     ids = itertools.count(1)
     fired: dict[tuple[float, float], int] = {}
+    due: dict[int, float] = {}  # firing id -> when it was due (until it is seen)
 
-    def fire(timer: tuple[float, float]) -> None:
+    def fire(timer: tuple[float, float], when: float) -> None:
         period, count = timer
-        engine.generate_event(RELATION, (engine.address, next(ids), period, count),
-                              when=engine.now + period)
+        firing = next(ids)
+        due[firing] = when
+        engine.generate_event(RELATION, (engine.address, firing, period, count), when=when)
 
     def rearm(event: tuple) -> None:
         timer = (event[2], event[3])
-        if event[0] != engine.address or timer not in fired:
+        when = due.pop(event[1], None)
+        if event[0] != engine.address or timer not in fired or when is None:
             return
         fired[timer] += 1
         if fired[timer] < timer[1]:
-            fire(timer)
+            fire(timer, when + timer[0])
+
+    def rearm_quarantined(error: tuple) -> None:
+        _, relation, row, _ = error
+        if relation == RELATION:
+            rearm(row)
 
     for timer in schedule:
         fired[timer] = 0
-        fire(timer)
+        fire(timer, engine.now + timer[0])
     engine.register_listener(RELATION, None, rearm)
+    engine.register_listener(ERROR, None, rearm_quarantined)

@@ -161,3 +161,54 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
         stderr = process.stderr.read()
         assert process.wait(timeout=60) == 141
     assert stderr == ""
+
+
+def test_a_step_failing_without_inputs_ends(tmp_path: Path) -> None:
+    (tmp_path / "div.olg").write_text("p(X) :- X := 1 / 0.\n")
+    for extra in ([], ["--steps", "1"]):
+        result = overlog("run", "div.olg", *extra, cwd=tmp_path)
+        assert result.returncode == 3
+        assert result.stderr == ("div.olg:1:1: error[E302]: step 1 (time 0): division by "
+                                 "zero\n  in rule 1\n")
+        assert result.stdout == "p (0 rows)\n"
+
+
+def test_defines_work_with_locations_keys_and_timers(tmp_path: Path) -> None:
+    (tmp_path / "lease.olg").write_text(
+        "materialize(lease, 30, infinity, keys(1, 2)).\n"
+        "tick(@N, E) :- periodic[@N, E, 1, 3].\n"
+        "lease(@N, X) :- tick(@N, X), X < LIMIT.\n")
+    result = overlog("run", "lease.olg", "--define", "LIMIT=3", "--print", "lease",
+                     "--format", "jsonl", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == ('{"table": "lease", "row": ["localhost", 1]}\n'
+                             '{"table": "lease", "row": ["localhost", 2]}\n')
+
+
+def test_until_nan_is_a_usage_error(tmp_path: Path) -> None:
+    result = overlog("run", "programs/tc.olg", "--until", "nan")
+    assert (result.returncode, result.stderr) == (
+        2, "overlog: error: --until takes a number of seconds, not nan\n")
+
+
+def test_ctrl_c_stops_the_run_with_130_and_the_committed_tables(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    (tmp_path / "forever.olg").write_text(
+        "count(0).\ncount(N) :- tick[_], count(M), N := M + 1, notin count(N).\n"
+        "delete count(M) :- tick[_], count(M).\ntick[E] :- periodic[_, E, 0.05].\n")
+    out = tmp_path / "out"
+    with subprocess.Popen([sys.executable, "-m", "overlog", "run", "forever.olg", "--clock",
+                           "real", "-D", str(out), "--print", "count"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        time.sleep(3)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.startswith("interrupted: tables as of step ")
+    step = int(stderr.split()[-1])
+    assert step > 10
+    (count,) = (out / "count.csv").read_text().splitlines()
+    assert stdout == f"count (1 row)\n  {count}\n"

@@ -135,6 +135,20 @@ def _cycle_error(graph: nx.DiGraph, component: set[str], rules: dict[int, s.Rule
         f"(cycle {shown})", rules[reason.rule].span, notes=tuple(notes))
 
 
+def _negated_event(rule: s.Rule) -> Diagnostic | None:
+    """A view is maintained across steps; an event lives one step: `notin` of an event in a
+    view would make the view change with no change of its tables, so it is refused."""
+    for literal in rule.body:
+        if isinstance(literal, s.Negation) and literal.atom.event:
+            return Diagnostic(
+                "E227", f"a view rule cannot negate the event relation `{literal.atom.name}`",
+                literal.span, notes=(Note(
+                    "a view is maintained from its tables across steps, and an event lives "
+                    f"one step; negate a persistent relation, or fire the rule with an event "
+                    f"in its body (it then writes `{rule.head.name}` at the step's end)"),))
+    return None
+
+
 def stratify(program: s.Program, relations: dict[str, Relation],
              ) -> tuple[tuple[RuleInfo, ...], tuple[Stratum, ...], list[Diagnostic]]:
     rules = list(enumerate(program.rules))
@@ -143,7 +157,8 @@ def stratify(program: s.Program, relations: dict[str, Relation],
     in_step = [(i, r) for i, r in rules if kinds[i] in (VIEW, EVENT) and not remote[i]]
     graph = _dependency_graph(in_step, relations)
 
-    diagnostics = []
+    diagnostics = [_negated_event(r) for i, r in in_step if kinds[i] == VIEW]
+    diagnostics = [d for d in diagnostics if d is not None]
     by_index = dict(rules)
     for component in sorted(nx.strongly_connected_components(graph), key=sorted):
         error = _cycle_error(graph, component, by_index)

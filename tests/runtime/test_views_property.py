@@ -36,8 +36,20 @@ TEMPLATES = [
     "u(X) :- m(X, C), C > 1, notin r(X).",
     "u(X) :- n(X, _), notin q(X, X).",
     "w(X, Y) :- u(X), u(Y), X != Y.",
+    # keyed view heads (one rule each: k is keyed, so they hold one row per key), and
+    # expressions in atom arguments
+    "kv(X, Y) :- k(X, Y), notin b(X, X).",
+    "kw(X, Y + 1) :- k(X, Y).",
+    "x(X) :- kv(X, Y), a(Y, X + 1).",
+    "x(Y) :- kw(X, Y), b(X * 2 - X, _).",
 ]
-DECLS = "materialize(k, infinity, infinity, keys(1)).\na(0, 0).\nb(0, 0).\nk(0, 0).\n"
+DECLS = """materialize(k, infinity, infinity, keys(1)).
+materialize(kv, infinity, infinity, keys(1)).
+materialize(kw, infinity, infinity, keys(1)).
+a(0, 0).
+b(0, 0).
+k(0, 0).
+"""
 
 values = st.integers(0, 3)
 rows = st.tuples(values, values)

@@ -1,0 +1,146 @@
+"""Edge cases that once lost data, hung or broke an invariant (issue 8, section 1); each test
+here failed before its fix."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import overlog
+
+
+def test_a_step_that_fails_with_no_input_is_reported_not_retried_for_ever() -> None:
+    eng = overlog.Engine("p(X) :- X := 1 / 0.\n", path="z.olg")
+    reports = eng.run()
+    assert [[(e.code, e.message, e.quarantined) for e in r.errors] for r in reports] == [
+        [("E302", "division by zero", ())]]
+    assert (eng.rows("p"), eng.idle) == ([], True)
+
+
+def test_a_step_that_fails_whatever_its_inputs_quarantines_them_once() -> None:
+    eng = overlog.Engine("p(X) :- X := 1 / 0.\nq(X) :- e[X].\n")
+    eng.generate_event("e", (1,))
+    (report,) = eng.run(steps=1)
+    assert [(e.code, e.quarantined) for e in report.errors] == [("E302", (("event", "e", (1,)),))]
+    eng.run()
+    assert eng.rows("q") == []
+
+
+def test_a_key_is_never_held_twice() -> None:
+    eng = overlog.Engine("materialize(p, infinity, infinity, keys(1)).\n"
+                         "p(X, Y) :- q(X, Y).\nq(1, 2).\n")
+    eng.run()
+    eng.insert("p", (1, 3))
+    errors = [e for r in eng.run() for e in r.errors]
+    assert [(e.code, e.message) for e in errors] == [
+        ("E303", "key conflict: derived p(1, 2) but p(1, 3) holds the same key")]
+    assert eng.rows("p") == [(1, 2)]
+    eng.insert("p", (1, 2))  # the tuple the view derives: asserted, and it outlives q(1, 2)
+    eng.delete("q", (1, 2))
+    eng.run()
+    assert eng.rows("p") == [(1, 2)]
+
+
+def test_changes_of_mixed_types_reach_listeners_and_reports() -> None:
+    eng = overlog.Engine('q(1).\nq("a").\nq(null).\nq([2]).\n')
+    seen: list[tuple] = []
+    eng.register_listener("q", None, seen.append, op="insert")
+    (report,) = eng.run()
+    assert report.inserted == {"q": [(None,), (1,), ("a",), ((2,),)]}
+    assert seen == [(None,), (1,), ("a",), ((2,),)]
+
+
+def test_a_timer_keeps_its_schedule_when_a_firing_is_quarantined() -> None:
+    eng = overlog.Engine("t(E, X) :- periodic[_, E, 1, 5], X := 10 / (E - 2).\n")
+    reports = eng.run()
+    assert [r.time for r in reports if r.errors] == [2.0]
+    assert eng.rows("t") == [(1, -10), (3, 10), (4, 5), (5, 3)]
+    assert eng.now == 5.0
+
+
+def test_internal_variables_cannot_capture_the_programs() -> None:
+    eng = overlog.Engine("p(_col1) :- q(Y + 1), r(Y, _col1).\n"
+                         'q(3).\nr(2, "x").\nr(5, "y").\n')
+    eng.run()
+    assert eng.rows("p") == [("x",)]
+
+
+def test_defines_substitute_in_any_program() -> None:
+    source = ("materialize(lease, 30, infinity, keys(1, 2)).\n"
+              "tick(@N, E) :- periodic[@N, E, 1, 3].\n"
+              "lease(@N, X) :- tick(@N, X), X < LIMIT.\n")
+    eng = overlog.Engine(source, defines={"LIMIT": 3})
+    eng.run(until=10)
+    assert eng.rows("lease") == [("localhost", 1), ("localhost", 2)]
+
+
+def test_step_refuses_to_run_inside_a_step() -> None:
+    eng = overlog.Engine("p(X) :- e[X].\n")
+    eng.register_listener("e", None, lambda row: eng.step())
+    eng.generate_event("e", (1,))
+    report = eng.step()
+    assert [(e.code, e.message) for e in report.errors] == [
+        ("E305", "post listener on `e` raised RuntimeError: step() or run() called while a "
+                 "step runs (from a listener or a function of the program): queue inputs "
+                 "instead, with generate_event, insert, delete or deliver")]
+    assert eng.rows("p") == [] and eng.run() and eng.rows("p") == [(1,)]
+
+
+def test_an_interrupt_undoes_the_step_and_keeps_its_inputs() -> None:
+    calls = []
+
+    def slow(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return x
+
+    eng = overlog.Engine("p(Y) :- e[X], Y := f_slow(X).\nq(X) :- e[X].\n",
+                         functions={"f_slow": slow})
+    eng.generate_event("e", (1,))
+    with pytest.raises(KeyboardInterrupt):
+        eng.step()
+    assert (eng.step_count, eng.idle) == (0, False)
+    eng.run()
+    assert (eng.rows("p"), eng.rows("q")) == ([(1,)], [(1,)])
+
+
+def test_an_interrupt_in_a_listener_leaves_the_step_committed() -> None:
+    eng = overlog.Engine("p(X) :- q(X).\n")
+
+    def stop(row: tuple) -> None:
+        raise KeyboardInterrupt
+
+    eng.register_listener("p", None, stop)
+    eng.insert("q", (1,))
+    with pytest.raises(KeyboardInterrupt):
+        eng.step()
+    assert (eng.step_count, eng.rows("p")) == (1, [(1,)])
+    eng.insert("q", (2,))
+    with pytest.raises(KeyboardInterrupt):
+        eng.step()
+    assert eng.store.added("p") == set()  # the interrupted step's changes were closed
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda e: e.insert("q", {"a": 1}), TypeError, "a row is a tuple of values, not dict"),
+    (lambda e: e.insert("q", ({"a": 1},)), TypeError, "`q`: not an Overlog value: dict"),
+    (lambda e: e.insert("q", (object(),)), TypeError, "`q`: not an Overlog value: object"),
+    (lambda e: e.insert("q", (1, 2)), ValueError, "`q` has 1 fields, got 2"),
+    (lambda e: e.generate_event("e", (1,), when=math.nan), ValueError,
+     "when must be a finite number of seconds, not nan"),
+    (lambda e: e.generate_event("e", (1,), when=math.inf), ValueError,
+     "when must be a finite number of seconds, not inf"),
+    (lambda e: e.generate_event("e", (1,), when="soon"), ValueError,
+     "when must be a finite number of seconds, not 'soon'"),
+])
+def test_bad_values_are_refused_at_the_boundary_and_nothing_else_is_lost(call, error, message):
+    eng = overlog.Engine("p(X) :- q(X).\nr(X) :- e[X].\n")
+    eng.insert("q", (1,))
+    with pytest.raises(error) as caught:
+        call(eng)
+    assert str(caught.value) == message
+    eng.generate_event("e", (2,))
+    eng.run()
+    assert (eng.rows("p"), eng.rows("r")) == ([(1,)], [(2,)])
