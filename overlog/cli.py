@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from overlog.api import compile_program
-from overlog.cli_run import UsageError, add_arguments, run_command
+from overlog.cli_run import UsageError, add_arguments, add_native_argument, run_command
 from overlog.diagnostics import render_all
 from overlog.errors import CompileError
 from overlog.plan import ProgramPlan, format_program_plan, summary
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("program", metavar="PROGRAM.olg")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
+    for command in (check, explain):
+        add_native_argument(command)
     return parser
 
 
@@ -46,9 +48,9 @@ def _read(path: str) -> str:
         raise _UsageError(f"cannot read {path}: not UTF-8 text") from None
 
 
-def _compile(path: str, err: TextIO) -> ProgramPlan | None:
+def _compile(path: str, err: TextIO, native_modules: list[str]) -> ProgramPlan | None:
     try:
-        plan = compile_program(_read(path), path)
+        plan = compile_program(_read(path), path, native_modules=native_modules)
     except CompileError as error:
         print(error.render(), file=err)
         return None
@@ -60,7 +62,7 @@ def _compile(path: str, err: TextIO) -> ProgramPlan | None:
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = EXIT_OK
     for path in args.programs:
-        plan = _compile(path, err)
+        plan = _compile(path, err, args.native)
         if plan is None:
             status = EXIT_PROGRAM
         else:
@@ -69,7 +71,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    plan = _compile(args.program, err)
+    plan = _compile(args.program, err, args.native)
     if plan is None:
         return EXIT_PROGRAM
     print(format_program_plan(plan), file=out)
@@ -102,13 +104,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return EXIT_USAGE
 
 
+_REENTRY = "import sys; del sys.path[0]; from overlog.cli import entry; entry()"
+
+
 def entry() -> None:
     """The console script. Runs are reproducible across processes only with a fixed string
     hash seed (set iteration order decides which binding draws which f_rand() value), so
     unless the user chose one, re-execute once with PYTHONHASHSEED=0."""
     if os.environ.get("PYTHONHASHSEED") is None:
+        # not `python -m overlog`, which would put the current directory first on the
+        # import path (a `lark.py` beside the program would run): drop it before importing
         env = dict(os.environ, PYTHONHASHSEED="0")
-        os.execve(sys.executable, [sys.executable, "-m", "overlog", *sys.argv[1:]], env)
+        os.execve(sys.executable, [sys.executable, "-c", _REENTRY, *sys.argv[1:]], env)
     try:
         code = main()
         sys.stdout.flush()

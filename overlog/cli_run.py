@@ -43,6 +43,13 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--spark-master", metavar="URL")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")
     run.add_argument("--define", action="append", default=[], metavar="NAME=VALUE")
+    add_native_argument(run)
+
+
+def add_native_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--native", action="append", default=[], metavar="MODULE",
+                         help="let the program bind native handlers of Python module MODULE "
+                         "(repeatable; the standard library's are always allowed)")
 
 
 def parse_define(text: str) -> tuple[str, Any]:
@@ -124,7 +131,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         engine = Engine(source, args.program, address=args.address, clock=args.clock,
-                        seed=args.seed, defines=defines)
+                        seed=args.seed, defines=defines, native_modules=args.native)
     except CompileError as error:
         print(error.render(), file=err)
         return 1

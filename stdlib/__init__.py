@@ -1,7 +1,7 @@
 """Native handlers on the event API and .olg library modules: what a P2 runtime hard-codes.
 
 ``default_handlers()`` is what ``overlog.Engine`` installs on every engine: the ``periodic``
-timers and the loopback transport. ``resolve_native`` resolves native handler names.
+timers and the loopback transport. ``Natives`` says which native handlers a program may bind.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from overlog.runtime.events import Handler
 from overlog.stdlib import periodic
 from overlog.stdlib.loopback import Loopback
-from overlog.stdlib.natives import resolve as resolve_native
+from overlog.stdlib.natives import Natives
 
 
 def default_handlers() -> list[Handler]:
@@ -17,4 +17,4 @@ def default_handlers() -> list[Handler]:
     return [periodic.install, Loopback()]
 
 
-__all__ = ["Loopback", "default_handlers", "resolve_native"]
+__all__ = ["Loopback", "Natives", "default_handlers"]

@@ -6,6 +6,8 @@ import sys
 
 from overlog.printer import format_value
 
+HANDLERS = ("print_row",)  # what a program may bind (overlog.stdlib.natives)
+
 
 def print_row(row: tuple) -> None:
     """Print an event's row as an Overlog tuple, one per line, on stdout."""

@@ -212,3 +212,39 @@ def test_ctrl_c_stops_the_run_with_130_and_the_committed_tables(tmp_path: Path) 
     assert step > 10
     (count,) = (out / "count.csv").read_text().splitlines()
     assert stdout == f"count (1 row)\n  {count}\n"
+
+
+SPY = "import pathlib\npathlib.Path('imported').write_text('{}')\n"
+
+
+def test_a_program_binds_only_allowed_native_modules(tmp_path: Path) -> None:
+    (tmp_path / "spy.py").write_text(SPY.format("spy") + "def seen(row):\n    print(row)\n")
+    (tmp_path / "prog.olg").write_text(
+        'a["x"].\nregisterNativeEventHandler["a", "spy:seen"].\n'
+        'registerNativeEventHandler["a", "subprocess:call"].\n')
+    result = overlog("check", "prog.olg", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "native handler `spy:seen` is not allowed" in result.stderr
+    assert "(`--native subprocess`)" in result.stderr
+    result = overlog("check", "prog.olg", "--native", "spy", "--native", "subprocess",
+                     cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert not (tmp_path / "imported").exists()  # checking imports nothing
+    (tmp_path / "prog.olg").write_text(
+        'a["x"].\nregisterNativeEventHandler["a", "spy:seen"].\n')
+    result = overlog("run", "prog.olg", "--native", "spy", "--print", "a", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "('x',)\n")
+    assert (tmp_path / "imported").read_text() == "spy"
+
+
+def test_the_console_script_runs_no_module_planted_beside_the_program(tmp_path: Path) -> None:
+    """The `overlog` command re-executes itself (to fix the hash seed) without putting the
+    current directory on the import path: a `lark.py` there is not imported."""
+    (tmp_path / "lark.py").write_text(SPY.format("lark"))
+    (tmp_path / "prog.olg").write_text("p(1).\n")
+    script = Path(sys.executable).parent / "overlog"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    result = subprocess.run([str(script), "check", "prog.olg"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert not (tmp_path / "imported").exists()

@@ -208,14 +208,18 @@ def test_the_backend_is_pluggable() -> None:
 
 def test_a_compiled_plan_runs_on_many_engines() -> None:
     plan = overlog.compile_program('a["x"].\nregisterNativeEventHandler["a", "mine:f"].\n',
-                                   natives=lambda target: print)
+                                   native_modules=["mine"])  # allowed, and not imported
     with pytest.raises(ValueError, match="defines apply when compiling"):
         overlog.Engine(plan, defines={"X": 1})
-    with pytest.raises(overlog.SemanticError) as caught:  # resolved against the stdlib
-        overlog.Engine(plan)
-    assert [(d.code, d.message, d.span.line) for d in caught.value.diagnostics] == [
-        ("E218", "unknown native handler `mine:f`: cannot import `mine` "
-                 "(No module named 'mine')", 2)]
+    for options, message in [
+            ({}, "native handler `mine:f` is not allowed: a program binds only `stdlib.` "
+                 "handlers, and modules its user allows (`--native mine`)"),
+            ({"native_modules": ["mine"]}, "unknown native handler `mine:f`: cannot import "
+                                           "`mine` (No module named 'mine')")]:
+        with pytest.raises(overlog.SemanticError) as caught:
+            overlog.Engine(plan, **options)
+        assert [(d.code, d.message, d.span.line) for d in caught.value.diagnostics] == [
+            ("E218", message, 2)]
     seen: list[tuple] = []
     for address in ("a", "b"):
         eng = overlog.Engine(plan, address=address, natives=lambda target: seen.append)
