@@ -21,12 +21,15 @@ Row = tuple
 
 class PlanFailure(Exception):
     """An expression failed while evaluating a plan: carries the cause (the exception the
-    expression raised, or that a user function raised) and the binding at that point."""
+    expression raised, or that a user function raised) and the binding at that point, and
+    ``failures``: every seed whose work failed in the batch, as (seed, cause, binding)."""
 
-    def __init__(self, cause: BaseException, binding: dict[str, Any]):
+    def __init__(self, cause: BaseException, binding: dict[str, Any],
+                 failures: list[tuple[tuple, BaseException, dict[str, Any]]] | None = None):
         super().__init__(str(cause))
         self.cause = cause
         self.binding = binding
+        self.failures = failures or []
 
 
 class FunctionError(Exception):

@@ -61,8 +61,13 @@ class _LenientFunctions(Mapping):
 
 
 class _Failure(Exception):
-    def __init__(self, error: StepError) -> None:
+    """A failed attempt at a step: its error, and where the failing bindings show it, the
+    rows that drove them: (relation, row, error) each."""
+
+    def __init__(self, error: StepError,
+                 drivers: list[tuple[str, Row, StepError]] | None = None) -> None:
         self.error = error
+        self.drivers = drivers or []
 
 
 class Engine:
@@ -289,6 +294,12 @@ class Engine:
                     break
                 except _Failure as failure:
                     store.rollback()
+                    blamed = self._blame(failure, inputs)
+                    if blamed:  # the failing bindings name their inputs: no search
+                        quarantined += blamed
+                        gone = {id(i) for i, _ in blamed}
+                        inputs = [i for i in inputs if id(i) not in gone]
+                        continue
                     culprit, failure = self._culprit(failure, inputs)
                     if culprit is None:  # fails whatever its inputs: the step does nothing
                         quarantined += [(i, failure.error) for i in inputs]
@@ -346,14 +357,35 @@ class Engine:
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
                 initial=self.step_count == 1))
         except EvaluationError as error:
+            drivers = [(error.source, row, self._step_error(code, message, error.rule, binding))
+                       for row, code, message, binding in error.failures]
             raise _Failure(self._step_error(error.code, error.message, error.rule,
-                                            error.binding)) from error
+                                            error.binding), drivers) from error
 
     def _step_error(self, code: str, message: str, rule: RulePlan | None = None,
                     binding: dict | None = None) -> StepError:
         return StepError(code, message, step=self.step_count, time=self.now, path=self.path,
                          rule=_rule_name(rule) if rule else None,
                          span=rule.span if rule else None, binding=binding)
+
+    @staticmethod
+    def _blame(failure: _Failure, inputs: list[tuple[str, str, Row]],
+               ) -> list[tuple[tuple[str, str, Row], StepError]]:
+        """The inputs to quarantine when every failing binding was driven by an input row
+        (an event, or a row inserted or deleted): each of those, with its own error.
+        Nothing when some failure cannot be traced to an input: then the step bisects."""
+        if not failure.drivers:
+            return []
+        by_row: dict[tuple[str, Row], int] = {}
+        for position, given in enumerate(inputs):
+            by_row.setdefault((given[1], given[2]), position)
+        blamed: dict[int, StepError] = {}
+        for relation, row, error in failure.drivers:
+            position = by_row.get((relation, row))
+            if position is None:
+                return []
+            blamed.setdefault(position, error)
+        return [(inputs[position], blamed[position]) for position in sorted(blamed)]
 
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs

@@ -113,6 +113,21 @@ def _release(filename: str) -> None:
             linecache.cache.pop(filename, None)
 
 
+class _Failures:
+    """Collects the seeds whose work failed: (seed, cause, binding) each."""
+
+    __slots__ = ("bindings", "found")
+
+    def __init__(self, found: list, bindings: dict[int, tuple[tuple[str, str], ...]]) -> None:
+        self.found = found
+        self.bindings = bindings
+
+    def add(self, error: BaseException, seed: tuple, local: dict[str, Any]) -> None:
+        bound = self.bindings[error.__traceback__.tb_lineno]  # type: ignore[union-attr]
+        cause = error.cause if isinstance(error, FunctionError) else error
+        self.found.append((seed, cause, {name: local[py] for py, name in bound}))
+
+
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
     index: dict = {}
     for row in rows:
@@ -141,13 +156,14 @@ class _Codegen:
         self.namespace: dict[str, Any] = {
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
-            "PlanFailure": PlanFailure, "FunctionError": FunctionError,
+            "PlanFailure": PlanFailure, "_Failures": _Failures,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
         self.locals: dict[tuple, str] = {}
         self.vars: dict[str, str] = {}  # plan variable -> Python local
-        self.lines: list[tuple[str, bool]] = []
+        self.lines: list[tuple[str, tuple[str, ...] | None]] = []
+        self.bound: list[str] = []  # plan variables bound so far, in order
         self.depth = 0
         self.counter = 0
         self.indexes: list[tuple[str, tuple[int, ...]]] = []
@@ -229,17 +245,24 @@ class _Codegen:
 
     def emit_line(self, text: str, evaluates: bool = False) -> None:
         """A line of the loops; ``evaluates`` marks one that evaluates an expression (an
-        error raised elsewhere is the engine's, not the program's)."""
-        self.lines.append(("    " * self.depth + text, evaluates))
+        error raised elsewhere is the engine's, not the program's): the variables bound
+        there are what a failure on it reports."""
+        self.lines.append(("    " * self.depth + text,
+                           tuple(self.bound) if evaluates else None))
+
+    def unpack(self, arity: int, binds: p.Columns) -> tuple[str, list[str]]:
+        """The target unpacking a row into the bound variables, and each column's name."""
+        names = [f"_u{self.depth}_{c}" for c in range(arity)]
+        for column, var in binds:
+            names[column] = self.var(var)
+            self.bound.append(var)
+        return "(" + "".join(f"{n}, " for n in names) + ")", names
 
     def open_loop(self, source: str, arity: int, binds: p.Columns, checks: p.Checks,
                   excluded: str | None = None) -> None:
         """``for`` over the rows of ``source``, unpacked into the bound variables, skipping
         the rows in the set named ``excluded``."""
-        names = [f"_u{self.depth}_{c}" for c in range(arity)]
-        for column, var in binds:
-            names[column] = self.var(var)
-        target = "(" + "".join(f"{n}, " for n in names) + ")"
+        target, names = self.unpack(arity, binds)
         if excluded is None:
             self.emit_line(f"for {target} in {source}:")
             self.depth += 1
@@ -249,19 +272,28 @@ class _Codegen:
             self.depth += 1
             self.emit_line(f"if {row} in {excluded}: continue")
             self.emit_line(f"{target} = {row}")
+        self.check(names, checks)
+
+    def check(self, names: list[str], checks: p.Checks) -> None:
         for column, term in checks:
             self.emit_line(f"if {names[column]} != {self.expr(term)}: continue", True)
 
     def driver(self, driver: p.Driver) -> None:
+        """The loop over the seeds; each seed's work is guarded, so that a failing seed is
+        recorded and the others go on (one pass finds every failing seed)."""
+        self.emit_line(f"for _s in {'ONCE' if isinstance(driver, p.Unit) else 'seed'}:")
+        self.depth += 1
+        self.emit_line("try:")
+        self.depth += 1
         match driver:
             case p.Scan():
-                arity = self.store.table(driver.relation).arity
-                self.open_loop("seed", arity, driver.binds, driver.checks)
+                target, names = self.unpack(self.store.table(driver.relation).arity,
+                                            driver.binds)
+                self.emit_line(f"{target} = _s")
+                self.check(names, driver.checks)
             case p.Seed(vars=names):
-                self.open_loop("seed", len(names), tuple(enumerate(names)), ())
-            case p.Unit():
-                self.emit_line("for () in ONCE:")
-                self.depth += 1
+                target, _ = self.unpack(len(names), tuple(enumerate(names)))
+                self.emit_line(f"{target} = _s")
 
     def join(self, op: p.Join) -> None:
         arity = self.store.table(op.relation).arity
@@ -308,8 +340,8 @@ class _Codegen:
             ix = self.index(op.relation, op.key)
             self.emit_line(f"if {self.key_expr(op.key_terms)} in {ix}: continue", True)
 
-    def body(self, checked: bool, depth: int) -> list[tuple[str, bool]]:
-        self.lines, self.depth, self.checked = [], depth, checked
+    def body(self, checked: bool, depth: int) -> list[tuple[str, tuple[str, ...] | None]]:
+        self.lines, self.depth, self.checked, self.bound = [], depth, checked, []
         self.driver(self.plan.driver)
         for op in self.plan.operators:
             match op:
@@ -322,6 +354,7 @@ class _Codegen:
                                    f"{self.expr(right)}): continue", True)
                 case p.Let(var=var, expr=expr):
                     self.emit_line(f"{self.var(var)} = {self.expr(expr)}", True)
+                    self.bound.append(var)
         project = self.plan.project
         head = self.tuple_expr(project.terms)
         if project.unless_in is None:
@@ -329,6 +362,11 @@ class _Codegen:
         else:
             self.emit_line(f"_h = {head}", True)
             self.emit_line(f"if _h not in {self.rows(project.unless_in)}: _add(_h)")
+        self.depth = depth + 1
+        self.emit_line("except EXPRESSION_ERRORS as _e:")
+        self.emit_line("    if _e.__traceback__.tb_lineno not in BINDINGS:")
+        self.emit_line("        raise  # not from an expression: a bug of the engine's")
+        self.emit_line("    _failed(_e, _s, locals())")
         return self.lines
 
     def build(self) -> str:
@@ -336,29 +374,26 @@ class _Codegen:
                       if isinstance(op, p.Join) and op.version is p.Version.OLD})
         if old:  # two variants: skip the excluded rows only when there are any
             test = " or ".join(self.excluded(r) for r in old)
-            body = [(f"        if {test}:", False), *self.body(True, 3),
-                    ("        else:", False), *self.body(False, 3)]
+            body = [(f"    if {test}:", None), *self.body(True, 2),
+                    ("    else:", None), *self.body(False, 2)]
         else:
-            body = self.body(False, 2)
+            body = self.body(False, 1)
         aggregate = self.plan.aggregate
         if aggregate is None:
             start, result = ["    out = set()", "    _add = out.add"], "out"
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
-        head = ["def run(seed, exclude=NOTHING):", *start, *self.prologue, "    try:"]
-        # the lines where an expression is evaluated, by line number in the source
-        self.namespace["EVALUATING"] = frozenset(
-            len(head) + i + 1 for i, (_, evaluates) in enumerate(body) if evaluates)
-        # user variables by their Python local, for the binding an error reports
-        self.namespace["NAMES"] = {local: name for name, local in self.vars.items()
-                                   if not name.startswith("#")}
+        head = ["def run(seed, exclude=NOTHING):", *start, "    failures = []",
+                "    _failed = _Failures(failures, BINDINGS).add", *self.prologue]
+        # by line number in the source: the user variables bound where an expression is
+        # evaluated, as (Python local, name) pairs
+        self.namespace["BINDINGS"] = {
+            len(head) + i + 1: tuple((self.vars[v], v) for v in bound if not v.startswith("#"))
+            for i, (_, bound) in enumerate(body) if bound is not None}
         return "\n".join([
             *head, *(line for line, _ in body),
-            "    except EXPRESSION_ERRORS as _e:",
-            "        if _e.__traceback__.tb_lineno not in EVALUATING:",
-            "            raise  # not from an expression: a bug of the engine's",
-            "        _b = {NAMES[k]: v for k, v in locals().items() if k in NAMES}",
-            "        _c = _e.cause if isinstance(_e, FunctionError) else _e",
-            "        raise PlanFailure(_c, _b) from _e",
+            "    if failures:",
+            "        raise PlanFailure(failures[0][1], failures[0][2], failures) "
+            "from failures[0][1]",
             f"    return {result}", ""])

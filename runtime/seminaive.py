@@ -28,15 +28,27 @@ NOTHING: Mapping[str, Set[Row]] = {}
 
 class EvaluationError(Exception):
     """A rule failed while evaluating: carries the runtime error code (E301 evaluation, E302
-    division by zero, E303 key conflict), the rule and its binding."""
+    division by zero, E303 key conflict), the rule and its binding. When the plan was driven
+    by rows of a relation (``source``), ``failures`` holds every failing one of the batch
+    with its own (code, message, binding): the inputs to blame."""
 
     def __init__(self, code: str, rule: p.RulePlan, message: str,
-                 binding: dict[str, Any] | None = None):
+                 binding: dict[str, Any] | None = None, source: str | None = None,
+                 failures: list[tuple[tuple, str, str, dict[str, Any]]] | None = None):
         super().__init__(message)
         self.code = code
         self.rule = rule
         self.message = message
         self.binding = binding or {}
+        self.source = source
+        self.failures = failures or []
+
+
+def _described(cause: BaseException) -> tuple[str, str]:
+    """The code and message of what an expression raised."""
+    if isinstance(cause, ZeroDivisionError):
+        return "E302", str(cause)
+    return "E301", f"{type(cause).__name__}: {cause}"
 
 
 @dataclass(slots=True)
@@ -76,18 +88,17 @@ class _Rule:
                          for z in aggregation.zero]
 
     def run(self, evaluator: Evaluator, seed: Iterable[tuple],
-            exclude: Mapping[str, Set[Row]] = NOTHING) -> Collection[Row]:
+            exclude: Mapping[str, Set[Row]] = NOTHING, source: str | None = None,
+            ) -> Collection[Row]:
+        """The evaluator's rows; ``source`` names the relation the seed rows come from."""
         try:
             return evaluator(seed, exclude)
         except PlanFailure as failure:
-            raise self.failure(failure) from failure.cause
-
-    def failure(self, failure: PlanFailure) -> EvaluationError:
-        cause = failure.cause
-        message = (str(cause) if isinstance(cause, ZeroDivisionError)
-                   else f"{type(cause).__name__}: {cause}")
-        code = "E302" if isinstance(cause, ZeroDivisionError) else "E301"
-        return EvaluationError(code, self.plan, message, failure.binding)
+            code, message = _described(failure.cause)
+            failures = [(seed_row, *_described(cause), binding)
+                        for seed_row, cause, binding in failure.failures]
+            raise EvaluationError(code, self.plan, message, failure.binding, source,
+                                  failures if source else None) from failure.cause
 
     def rederive_seeds(self, rows: set[Row]) -> Iterable[tuple]:
         """The rederivation plan's seeds for head rows (the rows themselves when the head
@@ -107,7 +118,7 @@ class _Rule:
             columns = driver.columns
             rows = self.run(self.groups, [tuple(key[c] for c in columns) for key in wanted])
         elif isinstance(driver, p.Scan):  # the whole rule, from all rows of its first atom
-            rows = self.run(self.groups, store.rows(driver.relation))
+            rows = self.run(self.groups, store.rows(driver.relation), source=driver.relation)
         else:
             rows = self.run(self.groups, ())
         group = aggregation.group
@@ -124,7 +135,7 @@ class _Rule:
         for relation, evaluator in self.zero:
             seed = store.added(relation)
             if seed:
-                keys.update(dict.fromkeys(self.run(evaluator, seed)))
+                keys.update(dict.fromkeys(self.run(evaluator, seed, source=relation)))
         position = self.aggregation.position  # type: ignore[union-attr]
         return [(*key[:position], 0, *key[position:]) for key in keys if key not in found]
 
@@ -218,9 +229,11 @@ class Fixpoint:
         for trigger in rule.triggers:
             grow, shrink = (minus, plus) if trigger.negated else (plus, minus)
             if grow.get(trigger.relation):
-                touched.update(rule.run(trigger.insert, grow[trigger.relation]))
+                touched.update(rule.run(trigger.insert, grow[trigger.relation],
+                                                 source=trigger.relation))
             if shrink.get(trigger.relation) and trigger.delete is not None:
-                touched.update(rule.run(trigger.delete, shrink[trigger.relation]))
+                touched.update(rule.run(trigger.delete, shrink[trigger.relation],
+                                                 source=trigger.relation))
         if not touched and not rule.zero:
             return
         fresh = rule.evaluate_groups(touched, self.store)
@@ -287,7 +300,8 @@ class Fixpoint:
                     seed = (plus.get(trigger.relation) if first else None) \
                         if trigger.negated else delta.get(trigger.relation)
                     if seed and trigger.delete is not None:
-                        found[rule.head].update(rule.run(trigger.delete, seed))
+                        found[rule.head].update(rule.run(trigger.delete, seed,
+                                                                  source=trigger.relation))
             first = False
             delta = {}
             for name, rows in found.items():
@@ -329,7 +343,8 @@ class Fixpoint:
             # the first positive atom's plan reads every other atom in full
             first = next((t for t in rule.triggers if not t.negated), None)
             if first is not None:
-                found[rule].update(rule.run(first.insert, list(store.rows(first.relation))))
+                found[rule].update(rule.run(first.insert, list(store.rows(first.relation)),
+                                            source=first.relation))
         return found
 
     def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
@@ -361,7 +376,8 @@ class Fixpoint:
                         seed = (minus.get(trigger.relation) if first else None) \
                             if trigger.negated else delta.get(trigger.relation)
                         if seed:
-                            _gather(found, rule, rule.run(trigger.insert, seed, delta))
+                            _gather(found, rule, rule.run(trigger.insert, seed, delta,
+                                                                     trigger.relation))
             first = False
             delta = {}
             for rule, rows in found.items():
@@ -397,7 +413,7 @@ class Fixpoint:
             for trigger in rule.triggers:
                 seed = new[trigger.relation]
                 if seed:
-                    rows.extend(rule.run(trigger.insert, seed, new))
+                    rows.extend(rule.run(trigger.insert, seed, new, trigger.relation))
             if rule.aggregation is not None:
                 fresh = rule.evaluate_groups(rows, store) if rows else {}
                 rows = [*fresh.values(), *rule.zero_rows(store, fresh)]

@@ -144,3 +144,18 @@ def test_bad_values_are_refused_at_the_boundary_and_nothing_else_is_lost(call, e
     eng.generate_event("e", (2,))
     eng.run()
     assert (eng.rows("p"), eng.rows("r")) == ([(1,)], [(2,)])
+
+
+def test_failing_bindings_blame_the_inputs_that_drove_them_in_one_pass(monkeypatch) -> None:
+    """Every failing event of a batch is found in one evaluation and quarantined at once,
+    each with its own error, in queue order; no search over prefixes of the inputs."""
+    eng = overlog.Engine("ok(X, Q) :- ev[X, D], Q := 100 / D.\n")
+    for i in range(200):
+        eng.generate_event("ev", (i, 0 if i % 10 == 3 else 1))
+    searched = []
+    monkeypatch.setattr(eng, "_culprit", lambda *a: searched.append(a))
+    (report, _) = eng.run()
+    assert searched == []
+    assert [(e.code, e.binding, e.quarantined) for e in report.errors] == [
+        ("E302", {"X": i, "D": 0}, (("event", "ev", (i, 0)),)) for i in range(3, 200, 10)]
+    assert len(eng.rows("ok")) == 180
