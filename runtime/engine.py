@@ -417,6 +417,10 @@ class Engine:
         for (kind, relation), run in groupby(inputs, key=itemgetter(0, 1)):
             rows = [row for _, _, row in run]
             if kind == "event":  # distinct already: events are sets within a step
+                if len(rows) == 1:
+                    if rows[0] not in store.rows(relation):
+                        store.add(relation, rows[0])
+                    continue
                 new = set(rows).difference(store.rows(relation))
                 if new:
                     store.add_many(relation, new)

@@ -113,19 +113,14 @@ def _release(filename: str) -> None:
             linecache.cache.pop(filename, None)
 
 
-class _Failures:
-    """Collects the seeds whose work failed: (seed, cause, binding) each."""
-
-    __slots__ = ("bindings", "found")
-
-    def __init__(self, found: list, bindings: dict[int, tuple[tuple[str, str], ...]]) -> None:
-        self.found = found
-        self.bindings = bindings
-
-    def add(self, error: BaseException, seed: tuple, local: dict[str, Any]) -> None:
-        bound = self.bindings[error.__traceback__.tb_lineno]  # type: ignore[union-attr]
-        cause = error.cause if isinstance(error, FunctionError) else error
-        self.found.append((seed, cause, {name: local[py] for py, name in bound}))
+def _failed(failures: list | None, error: BaseException, seed: tuple, local: dict[str, Any],
+            bindings: dict[int, tuple[tuple[str, str], ...]]) -> list:
+    """``failures`` (made on the first) with this seed's: (seed, cause, binding)."""
+    bound = bindings[error.__traceback__.tb_lineno]  # type: ignore[union-attr]
+    cause = error.cause if isinstance(error, FunctionError) else error
+    found = [] if failures is None else failures
+    found.append((seed, cause, {name: local[py] for py, name in bound}))
+    return found
 
 
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
@@ -156,7 +151,7 @@ class _Codegen:
         self.namespace: dict[str, Any] = {
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
-            "PlanFailure": PlanFailure, "_Failures": _Failures,
+            "PlanFailure": PlanFailure, "_failed": _failed, "FunctionError": FunctionError,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
@@ -278,22 +273,26 @@ class _Codegen:
         for column, term in checks:
             self.emit_line(f"if {names[column]} != {self.expr(term)}: continue", True)
 
-    def driver(self, driver: p.Driver) -> None:
+    def driver(self, driver: p.Driver) -> str:
         """The loop over the seeds; each seed's work is guarded, so that a failing seed is
-        recorded and the others go on (one pass finds every failing seed)."""
-        self.emit_line(f"for _s in {'ONCE' if isinstance(driver, p.Unit) else 'seed'}:")
-        self.depth += 1
-        self.emit_line("try:")
-        self.depth += 1
+        recorded and the others go on (one pass finds every failing seed). Returns the
+        expression of the current seed."""
         match driver:
             case p.Scan():
                 target, names = self.unpack(self.store.table(driver.relation).arity,
                                             driver.binds)
-                self.emit_line(f"{target} = _s")
-                self.check(names, driver.checks)
-            case p.Seed(vars=names):
-                target, _ = self.unpack(len(names), tuple(enumerate(names)))
-                self.emit_line(f"{target} = _s")
+                checks = driver.checks
+            case p.Seed(vars=variables):
+                target, names = self.unpack(len(variables), tuple(enumerate(variables)))
+                checks = ()
+            case _:
+                target, names, checks = "()", [], ()
+        self.emit_line(f"for {target} in {'ONCE' if isinstance(driver, p.Unit) else 'seed'}:")
+        self.depth += 1
+        self.emit_line("try:")
+        self.depth += 1
+        self.check(names, checks)
+        return target
 
     def join(self, op: p.Join) -> None:
         arity = self.store.table(op.relation).arity
@@ -342,7 +341,7 @@ class _Codegen:
 
     def body(self, checked: bool, depth: int) -> list[tuple[str, tuple[str, ...] | None]]:
         self.lines, self.depth, self.checked, self.bound = [], depth, checked, []
-        self.driver(self.plan.driver)
+        seed = self.driver(self.plan.driver)
         for op in self.plan.operators:
             match op:
                 case p.Join():
@@ -366,7 +365,7 @@ class _Codegen:
         self.emit_line("except EXPRESSION_ERRORS as _e:")
         self.emit_line("    if _e.__traceback__.tb_lineno not in BINDINGS:")
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
-        self.emit_line("    _failed(_e, _s, locals())")
+        self.emit_line(f"    failures = _failed(failures, _e, {seed}, locals(), BINDINGS)")
         return self.lines
 
     def build(self) -> str:
@@ -384,8 +383,8 @@ class _Codegen:
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
-        head = ["def run(seed, exclude=NOTHING):", *start, "    failures = []",
-                "    _failed = _Failures(failures, BINDINGS).add", *self.prologue]
+        head = ["def run(seed, exclude=NOTHING):", *start, "    failures = None",
+                *self.prologue]
         # by line number in the source: the user variables bound where an expression is
         # evaluated, as (Python local, name) pairs
         self.namespace["BINDINGS"] = {

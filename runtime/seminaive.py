@@ -172,7 +172,14 @@ class Fixpoint:
         self.store = backend.store
         relations = plan.relations
         self.rules = [_Rule(r, backend, relations[r.head].arity) for r in plan.rules]
-        self.strata = [[self.rules[i] for i in stratum.rules] for stratum in plan.strata]
+        # each stratum's rules by role: views, event heads, aggregates
+        self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
+        for stratum in plan.strata:
+            rules = [self.rules[i] for i in stratum.rules]
+            self.strata.append((
+                [r for r in rules if not r.head_event and r.aggregation is None],
+                [r for r in rules if r.head_event and r.aggregation is None],
+                [r for r in rules if r.aggregation is not None]))
         self.deferred = [r for r in self.rules if r.plan.deferred]
         self.keyed = {name: rel.keyed for name, rel in relations.items()}
         self.aggregate_state: dict[int, dict[tuple, Row]] = {
@@ -192,19 +199,21 @@ class Fixpoint:
         """One step's fixpoint and deferred rules; ``initial`` for the engine's first step."""
         self.firings = Counter()
         self.initial = initial
-        for rules in self.strata:
-            self._stratum(rules)
+        for views, events, aggregates in self.strata:
+            self._stratum(views, events, aggregates)
         return self._deferred()
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
         return self.store.changes(reads)
 
-    def _stratum(self, rules: list[_Rule]) -> None:
-        views = [r for r in rules if not r.head_event and r.aggregation is None]
-        events = [r for r in rules if r.head_event and r.aggregation is None]
-        aggregates = [r for r in rules if r.aggregation is not None]
-        plus, minus = self._snapshot(rules)
+    def _stratum(self, views: list[_Rule], events: list[_Rule],
+                 aggregates: list[_Rule]) -> None:
+        if not views and not aggregates:  # only event heads: they read the step as it is
+            if events:
+                self._insert(events, *self._snapshot(events))
+            return
+        plus, minus = self._snapshot([*views, *events, *aggregates])
         for rule in aggregates:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules

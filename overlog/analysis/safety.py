@@ -198,9 +198,7 @@ def _check_safety(rule: s.Rule) -> tuple[list[Diagnostic], set[str]]:
                 progress = True
 
     hint = Note("bind it in a positive body atom or with `Var := expression`")
-    # A variable left unbound by an unsafe assignment is reported at that assignment only.
-    reported: set[tuple[str, str]] = {(code, a.var.name) for a in pending
-                                      for code in ("E205", "E206", "E207")}
+    reported: set[tuple[str, str]] = set()
 
     def report(code: str, var: s.Var, where: str) -> None:
         if (code, var.name) in reported:
@@ -208,6 +206,13 @@ def _check_safety(rule: s.Rule) -> tuple[list[Diagnostic], set[str]]:
         reported.add((code, var.name))
         problems.append(Diagnostic(code, f"unsafe rule: variable `{var.name}` {where} is not "
                                    "bound by the body", var.span, notes=(hint,)))
+
+    # An unsafe assignment is reported where it reads an unbound variable (its own one
+    # included, as in `X := X + 1`), and the variable it fails to bind nowhere else.
+    for assign in pending:
+        for var in _unbound(assign.expr, bound):
+            report("E207", var, "in an assignment")
+    reported |= {(code, a.var.name) for a in pending for code in ("E205", "E206", "E207")}
 
     for var in _unbound(rule.head, bound):
         report("E205", var, "in the head")
@@ -218,9 +223,6 @@ def _check_safety(rule: s.Rule) -> tuple[list[Diagnostic], set[str]]:
         elif isinstance(literal, s.Comparison):
             for var in _unbound(literal, bound):
                 report("E207", var, "in a comparison")
-        elif isinstance(literal, s.Assign) and literal in pending:
-            for var in _unbound(literal.expr, bound):
-                report("E207", var, "in an assignment")
         elif isinstance(literal, s.Atom):
             for arg in literal.args:
                 if not isinstance(arg, (s.Var, s.Wildcard)):
