@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -92,6 +93,53 @@ def _bad_events(count: int, bad_every: int) -> tuple[float, int]:
     return seconds, len(engine.store.rows("ok"))
 
 
+def _plan_wide(atoms: int) -> tuple[float, int]:
+    """Seconds to compile (check and plan) one rule of ``atoms`` body atoms."""
+    from overlog import compile_program
+
+    body = ", ".join(f"e(X{i}, X{i + 1})" for i in range(atoms))
+    start = time.perf_counter()
+    plan = compile_program(f"p(X0, X{atoms}) :- {body}.\n")
+    seconds = time.perf_counter() - start
+    return seconds, sum(len(p.operators) for _, _, p in plan.plans())
+
+
+def _fact_rows(megabytes: float) -> list[tuple]:
+    rng = random.Random(0)
+    count = int(megabytes * 1e6 / 30)  # about 30 bytes a fact
+    return [(rng.randrange(10**6), rng.randrange(10**6), f"n{i}") for i in range(count)]
+
+
+def _facts_in_program(megabytes: float) -> tuple[float, int]:
+    """Seconds from program text with the facts in it to the facts loaded (a step run)."""
+    from overlog import Engine
+
+    text = "".join(f'link({a}, {b}, "{c}").\n' for a, b, c in _fact_rows(megabytes))
+    start = time.perf_counter()
+    engine = Engine(text + workloads.FACTS_RULE)
+    engine.run()
+    return time.perf_counter() - start, len(engine.store.rows("link"))
+
+
+def _facts_from_csv(megabytes: float) -> tuple[float, int]:
+    """Seconds from a CSV file of the same facts to the facts loaded, as `-F` does."""
+    import tempfile
+
+    from overlog import Engine
+    from overlog.csvio import format_row, read_rows
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "link.csv"
+        path.write_text("".join(format_row(row) + "\n" for row in _fact_rows(megabytes)),
+                        encoding="utf-8")
+        start = time.perf_counter()
+        engine = Engine(workloads.FACTS_RULE)
+        for row in read_rows(str(path), 3):
+            engine.insert("link", row)
+        engine.run()
+        return time.perf_counter() - start, len(engine.store.rows("link"))
+
+
 def _events(batch: int, steps: int) -> dict:
     from overlog import Engine
 
@@ -128,6 +176,7 @@ def cases(quick: bool) -> dict[str, dict]:
     leaf = big_tree[-1][1]
     ring = workloads.ring(ring_n)
     n_events = 1000 if quick else 10000
+    megabytes = 1 if quick else 10
     return {
         f"tc chain {n_chain}": {
             "overlog": lambda: _overlog(workloads.TC, "reach", {"link": chain_edges}),
@@ -165,6 +214,14 @@ def cases(quick: bool) -> dict[str, dict]:
             "overlog": lambda: _bad_events(n_events, 0)},
         f"{n_events:,} events in a step, 10% failing (quarantined)": {
             "overlog": lambda: _bad_events(n_events, 10)},
+        "planning a rule of 100 body atoms (operators in its plans)": {
+            "overlog": lambda: _plan_wide(100)},
+        "planning a rule of 300 body atoms (operators in its plans)": {
+            "overlog": lambda: _plan_wide(300)},
+        f"{megabytes:g} MB of facts in the program, loaded": {
+            "overlog": lambda: _facts_in_program(megabytes)},
+        f"{megabytes:g} MB of facts from CSV (-F), loaded": {
+            "overlog": lambda: _facts_from_csv(megabytes)},
         "events, 1 per step": {"overlog": lambda: _events(1, 2000 if quick else 20000)},
         "events, 1000 per step": {"overlog": lambda: _events(1000, 20 if quick else 200)},
     }

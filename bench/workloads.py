@@ -11,6 +11,7 @@ SSSP = ('sp(Y, C) :- edge(0, Y, C).\n'
         'sp(Z, C) :- sp(Y, C1), edge(Y, Z, C2), C := C1 + C2.\n'
         'best(Y, min<C>) :- sp(Y, C).\n')
 PINGPONG = "pong[X] :- ping[X].\n"
+FACTS_RULE = "reach(X, Y) :- link(X, Y, _).\n"
 
 
 def chain(n: int) -> list[tuple[int, int]]:

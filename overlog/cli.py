@@ -12,7 +12,9 @@ from overlog.api import compile_program
 from overlog.cli_run import UsageError, add_arguments, add_native_argument, run_command
 from overlog.diagnostics import render_all
 from overlog.errors import CompileError
+from overlog.limits import recursion_room, unlimited_int_digits
 from overlog.plan import ProgramPlan, format_program_plan, summary
+from overlog.source import UnreadableSource, read_text
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by a closed pipe returns
@@ -40,12 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as error:
-        raise _UsageError(f"cannot read {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise _UsageError(f"cannot read {path}: not UTF-8 text") from None
+        return read_text(path)
+    except UnreadableSource as error:
+        raise _UsageError(str(error)) from None
 
 
 def _compile(path: str, err: TextIO, native_modules: list[str]) -> ProgramPlan | None:
@@ -98,7 +97,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     except SystemExit as exit_:
         return int(exit_.code or 0) and EXIT_USAGE
     try:
-        return _COMMANDS[args.command](args, out, err)
+        # terms and values may nest MAX_NESTING deep, and integers have any number of digits
+        with recursion_room(), unlimited_int_digits():
+            return _COMMANDS[args.command](args, out, err)
     except _UsageError as error:
         print(f"overlog: error: {error}", file=err)
         return EXIT_USAGE

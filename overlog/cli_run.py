@@ -15,6 +15,7 @@ from overlog.diagnostics import render
 from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
+from overlog.source import UnreadableSource, read_text
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
@@ -122,10 +123,9 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--until takes a number of seconds, not nan")
     defines = dict(parse_define(d) for d in args.define)
     try:
-        with open(args.program, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as error:
-        raise UsageError(f"cannot read {args.program}: {error.strerror}") from None
+        source = read_text(args.program)
+    except UnreadableSource as error:
+        raise UsageError(str(error)) from None
 
     from overlog.api import Engine
 

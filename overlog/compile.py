@@ -8,6 +8,7 @@ from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
+from overlog.limits import recursion_room
 from overlog.parser import parse
 from overlog.plan import ProgramPlan
 from overlog.planner import plan_program
@@ -30,9 +31,10 @@ def compile_program(source: str, path: str | None = None,
     """
     path = path or "<input>"
     program = parse(source, path)
-    if defines:
-        program = apply_defines(program, defines)
-    return plan_program(analyze(program, Source(source, path), functions, natives))
+    with recursion_room():  # terms may nest MAX_NESTING deep
+        if defines:
+            program = apply_defines(program, defines)
+        return plan_program(analyze(program, Source(source, path), functions, natives))
 
 
 def apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:

@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from overlog.limits import int_text
+
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
@@ -58,7 +60,7 @@ def _bare(cell: str) -> Any:
 
 
 def read_rows(path: str, arity: int, header: bool = False) -> Iterator[tuple]:
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8-sig", newline="") as f:  # a byte-order mark is skipped
         for number, raw in enumerate(f, start=1):
             text = raw.rstrip("\r\n")
             if (header and number == 1) or not text:
@@ -80,7 +82,8 @@ def format_cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, tuple):
         return format_cell(str(list(value)))
-    return repr(value) if isinstance(value, float) else str(value)
+    return repr(value) if isinstance(value, float) else int_text(value) \
+        if isinstance(value, int) else str(value)
 
 
 def format_row(row: Iterable[Any]) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 from functools import cache
 from importlib import resources
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import (
     UnexpectedCharacters,
     UnexpectedEOF,
@@ -18,6 +19,7 @@ from lark.exceptions import (
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
 from overlog.errors import ParseError
+from overlog.limits import MAX_INT_DIGITS, MAX_NESTING, int_from_text
 from overlog.source import Source, Span
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", '"': '"', "\\": "\\", "'": "'"}
@@ -29,10 +31,17 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True)
 
 
-def parse(text: str, path: str = "<input>") -> s.Program:
-    """Parse an Overlog program. Raises ParseError (one diagnostic: the first syntax error)."""
+def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Program:
+    """Parse an Overlog program. Raises ParseError (one diagnostic: the first syntax error).
+
+    A line holding just a fact of literals (``link("a", "b", 3).``) is read directly, not by
+    the LALR parser (10 MB of facts would take minutes): the same nodes, with the same spans.
+    ``fast_facts=False`` parses everything with lark (tests compare the two)."""
     source = Source(text, path)
     stripped = strip_comments(source)
+    facts: list[s.Fact] = []
+    if fast_facts:
+        stripped, facts = _take_facts(stripped)
     try:
         tree = _lark().parse(stripped)
     except UnexpectedInput as error:
@@ -43,7 +52,133 @@ def parse(text: str, path: str = "<input>") -> s.Program:
         if isinstance(error.orig_exc, _LiteralError):
             raise ParseError([error.orig_exc.diagnostic], source) from None
         raise
+    if facts:  # in source order: no statement shares a line with a fact read directly
+        statements = sorted([*statements, *facts],
+                            key=lambda st: (st.span.line, st.span.column))  # type: ignore
+    too_deep = _too_deep(statements)
+    if too_deep is not None:
+        raise ParseError([Diagnostic(
+            "E105", f"terms nested more than {MAX_NESTING:,} deep (the limit)", too_deep.span,
+            notes=(Note("split the expression with assignments: `T := ...`"),))], source)
     return s.Program(statements=tuple(statements), path=path)
+
+
+_TERMS = (s.Var, s.Wildcard, s.Const, s.Call, s.BinOp, s.Neg, s.ListExpr, s.Agg)
+
+
+def _too_deep(statements: list[s.Statement]) -> s.Term | None:
+    """The first term nested deeper than MAX_NESTING (counted without recursion)."""
+    stack: list[tuple[object, int]] = [
+        (statement, 0) for statement in reversed(statements)
+        if not (isinstance(statement, s.Fact)  # a fact of literals: nothing nested
+                and all(type(a) is s.Const for a in statement.atom.args))]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, _TERMS):
+            depth += 1
+            if depth > MAX_NESTING:
+                return node  # type: ignore[return-value]
+        stack.extend((child, depth) for child in reversed(list(s.children(node))))
+    return None
+
+
+# --- facts read directly ------------------------------------------------------------------------
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_FACT_HEAD = re.compile(rf"[ \t\r\f\v]*({_NAME})[ \t\r\f\v]*([(\[])")
+_ARGUMENT = re.compile(
+    r"[ \t\r\f\v]*(@[ \t\r\f\v]*)?"
+    r"(?:(-[ \t\r\f\v]*)?(?:([0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+    r"|([0-9]+)|(infinity)(?![A-Za-z0-9_]))"
+    r"|(\"[^\"\\\n]*\")|(true|false|null)(?![A-Za-z0-9_]))"
+    r"[ \t\r\f\v]*([,)\]])")
+_EMPTY = {close: re.compile(rf"[ \t\r\f\v]*\{close}") for close in ")]"}
+_FACT_END = re.compile(r"[ \t\r\f\v]*\.[ \t\r\f\v]*")
+_KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
+             "keys"}
+_LITERAL_WORDS = {"true": True, "false": False, "null": None}
+_STRINGS = re.compile(r'"([^"\\\n]|\\.)*"')
+_TERMINATOR = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
+
+
+def _take_facts(text: str) -> tuple[str, list[s.Fact]]:
+    """The facts standing alone on a line, read directly, and the text with those lines
+    blanked (so every other position stays where it was)."""
+    lines = text.split("\n")
+    facts = []
+    open_statement = False  # the text so far ends inside a statement
+    for number, line in enumerate(lines, start=1):
+        fact = None if open_statement else _fact(line, number)
+        if fact is not None:
+            facts.append(fact)
+            lines[number - 1] = " " * len(line)
+            continue
+        unquoted = _STRINGS.sub(lambda m: "x" * len(m.group()), line)
+        ends = [m.end() for m in _TERMINATOR.finditer(unquoted)]
+        rest = unquoted[ends[-1]:] if ends else unquoted
+        open_statement = bool(rest.strip()) or (open_statement and not ends)
+    return "\n".join(lines), facts
+
+
+def _fact(line: str, number: int) -> s.Fact | None:
+    """The fact a line holds, if it is one fact of literals and nothing else."""
+    head = _FACT_HEAD.match(line)
+    if head is None or head.group(1) in _KEYWORDS or head.group(1).startswith("f_"):
+        return None
+    event = head.group(2) == "["
+    close = "]" if event else ")"
+    args: list[s.Term] = []
+    locs: list[int] = []
+    position = head.end()
+    if (empty := _EMPTY[close].match(line, position)) is not None:
+        position = empty.end()
+    else:
+        while True:
+            found = _ARGUMENT.match(line, position)
+            if found is None:
+                return None
+            term = _literal(found, number)
+            if term is None:
+                return None
+            if found.group(1):
+                locs.append(len(args))
+            args.append(term)
+            position = found.end()
+            if found.group(8) != ",":
+                if found.group(8) != close:
+                    return None
+                break
+    end = _FACT_END.fullmatch(line, position)
+    if end is None:
+        return None
+    start = head.start(1) + 1
+    atom = s.Atom(name=head.group(1), args=tuple(args), event=event, locs=tuple(locs),
+                  span=Span(number, start, number, position))
+    dot = line.index(".", position) + 1
+    return s.Fact(atom=atom, span=Span(number, start, number, dot))
+
+
+def _literal(found: re.Match, number: int) -> s.Const | None:
+    _, minus, real, integer, _, string, word, _ = found.groups()
+    if integer is not None:
+        if len(integer) > MAX_INT_DIGITS:
+            return None  # the parser reports it
+        value: object = int(integer) if len(integer) < 4000 else int_from_text(integer)
+        group = 4
+    elif string is not None:
+        if "\\" in string:
+            return None  # escapes: the parser reads them (and reports bad ones)
+        value, group = string[1:-1], 6
+    elif real is not None:
+        value, group = float(real), 3
+    elif word is not None:
+        value, group = _LITERAL_WORDS[word], 7
+    else:
+        value, group = math.inf, 5
+    if minus:
+        value = -value  # type: ignore[operator]
+    first = found.start(2) if minus else found.start(group)
+    return s.Const(value=value, span=Span(number, first + 1, number, found.end(group)))
 
 
 # --- comments ---------------------------------------------------------------------------------
@@ -52,20 +187,23 @@ def parse(text: str, path: str = "<input>") -> s.Program:
 def strip_comments(source: Source) -> str:
     """Blank out ``//`` and (nestable) ``/* */`` comments, keeping every line and column."""
     text = source.text
-    out = list(text)
+    out: list[str] | None = None  # made on the first comment
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c == '"':  # skip a string literal; the lexer reports it if unterminated
-            i += 1
-            while i < n and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                out[i] = " "
-                i += 1
-        elif text.startswith("/*", i):
+        found = _COMMENT_OR_STRING.search(text, i)
+        if found is None:
+            break
+        i = found.start()
+        if out is None:
+            out = list(text)
+        if found.group() == '"':  # skip a string literal; the lexer reports it if unterminated
+            i = _STRING_BODY.match(text, i + 1).end() + 1  # type: ignore[union-attr]
+        elif found.group() == "//":
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out[i:end] = " " * (end - i)
+            i = end
+        else:
             start, depth = i, 0
             while i < n:
                 if text.startswith("/*", i):
@@ -89,9 +227,11 @@ def strip_comments(source: Source) -> str:
                 diagnostic = Diagnostic("E103", "unterminated comment: `/*` without matching `*/`",
                                         span)
                 raise ParseError([diagnostic], source)
-        else:
-            i += 1
-    return "".join(out)
+    return text if out is None else "".join(out)
+
+
+_COMMENT_OR_STRING = re.compile(r'"|//|/\*')
+_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\[\s\S])*')
 
 
 # --- syntax errors ----------------------------------------------------------------------------
@@ -233,11 +373,16 @@ def _is_hex(text: str) -> bool:
 
 
 def _int(token: Token) -> int:
-    return int(token.value)
+    """An integer literal's value; one longer than MAX_INT_DIGITS is refused (E106)."""
+    if len(token.value) > MAX_INT_DIGITS:
+        raise _LiteralError(Diagnostic(
+            "E106", f"integer literal of {len(token.value):,} digits (the limit is "
+            f"{MAX_INT_DIGITS:,})", _token_span(token)))
+    return int_from_text(token.value)
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     """Builds AST nodes; methods are named after grammar rules."""
 
     def start(self, meta, items):
@@ -324,7 +469,7 @@ class _ToAst(Transformer):
         return s.Var(name=token.value, span=_token_span(token))
 
     def int(self, meta, items):
-        return s.Const(value=int(items[0].value), span=_span(meta))
+        return s.Const(value=_int(items[0]), span=_span(meta))
 
     def float(self, meta, items):
         return s.Const(value=float(items[0].value), span=_span(meta))
@@ -345,7 +490,7 @@ class _ToAst(Transformer):
         if not items:
             return math.inf
         token = items[0]
-        return int(token.value) if token.type == "INT" else float(token.value)
+        return _int(token) if token.type == "INT" else float(token.value)
 
     def infinity(self, meta, items):
         return s.Const(value=math.inf, span=_span(meta))

@@ -13,7 +13,10 @@ soon as their variables are bound. Each rule gets the variants the fixpoint exec
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import replace
 
 from overlog import plan as p
@@ -26,6 +29,8 @@ from overlog.printer import format_statement
 
 def lower(term: s.Term) -> p.Expr:
     """An AST term as a plan expression."""
+    if type(term) is s.Const:  # the most common term (facts are made of them)
+        return p.Const(value=term.value)
     match term:
         case s.Var(name=name):
             return p.Var(name=name)
@@ -52,16 +57,114 @@ def _head_terms(head: s.Atom) -> tuple[p.Expr, ...]:
                  if isinstance(a, s.Agg) else lower(a) for a in head.args)
 
 
+class _Terms:
+    """The variables and plan expression of each AST term, computed once (planning a wide
+    rule meets each of its terms in every one of its plans)."""
+
+    def __init__(self) -> None:
+        self._vars: dict[int, frozenset[str]] = {}
+        self._lowered: dict[int, p.Expr] = {}
+        self._keep: list[object] = []  # the terms keyed by id stay alive
+
+    def vars(self, term: object) -> frozenset[str]:
+        found = self._vars.get(id(term))
+        if found is None:
+            found = self._vars[id(term)] = frozenset(v.name for v in s.variables(term))
+            self._keep.append(term)
+        return found
+
+    def lower(self, term: s.Term) -> p.Expr:
+        found = self._lowered.get(id(term))
+        if found is None:
+            found = self._lowered[id(term)] = lower(term)
+            self._keep.append(term)
+        return found
+
+
 class _Builder:
     """Accumulates the operators of one plan, tracking bound variables. Columns that need a
     variable bound later are bound to a fresh `#n` variable (a name no program can write)
-    and compared once it is ready."""
+    and compared once it is ready.
 
-    def __init__(self) -> None:
+    Readiness is tracked incrementally (each waiting item counts its unbound variables, and
+    each positive atom its fully bound arguments), so a plan costs about the size of the
+    body, whatever its width."""
+
+    def __init__(self, body: tuple[s.Literal, ...], terms: _Terms) -> None:
+        self.terms = terms
         self.bound: set[str] = set()
         self.ops: list[p.Operator] = []
-        self.pending: list[p.Filter] = []
         self.fresh = 0
+        self.missing: dict[tuple[str, int], int] = {}  # waiting item -> unbound variables
+        self.waiting: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.ready: dict[str, list[int]] = {"pending": [], "filter": [], "negation": [],
+                                           "let": []}
+        self.pending: list[p.Filter] = []  # fresh-variable comparisons, in creation order
+        self.items: dict[str, dict[int, object]] = {"pending": {}, "filter": {}, "negation": {},
+                                                     "let": {}}
+        for i, lit in enumerate(body):
+            if isinstance(lit, s.Comparison):
+                self._wait("filter", i, lit, terms.vars(lit))
+            elif isinstance(lit, s.Negation):
+                self._wait("negation", i, lit, terms.vars(lit))
+            elif isinstance(lit, s.Assign):
+                self._wait("let", i, lit, terms.vars(lit.expr))
+        # positive atoms: how many arguments are bound (the greedy join order's score)
+        self.score: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []  # (-score, body index): best first
+        self.arg_missing: dict[tuple[int, int], int] = {}
+        self.arg_waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
+
+    def _wait(self, kind: str, index: int, item: object, names: frozenset[str]) -> None:
+        self.items[kind][index] = item
+        unbound = names - self.bound
+        if not unbound:
+            heapq.heappush(self.ready[kind], index)
+            return
+        self.missing[(kind, index)] = len(unbound)
+        for name in unbound:
+            self.waiting[name].append((kind, index))
+
+    def candidates(self, atoms: list[tuple[int, s.Atom]]) -> None:
+        """Start scoring the atoms left to join."""
+        for i, atom in atoms:
+            score = 0
+            for j, term in enumerate(atom.args):
+                if isinstance(term, s.Wildcard):
+                    continue
+                unbound = self.terms.vars(term) - self.bound
+                if not unbound:
+                    score += 1
+                    continue
+                self.arg_missing[(i, j)] = len(unbound)
+                for name in unbound:
+                    self.arg_waiting[name].append((i, j))
+            self.score[i] = score
+            heapq.heappush(self.heap, (-score, i))
+
+    def best(self) -> int:
+        """The atom with the most bound arguments, the first in the body among equals."""
+        while True:
+            negative, i = heapq.heappop(self.heap)
+            if self.score.get(i) == -negative:
+                del self.score[i]
+                return i
+
+    def bind(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name in self.bound:
+                continue
+            self.bound.add(name)
+            for key in self.waiting.pop(name, ()):
+                self.missing[key] -= 1
+                if not self.missing[key]:
+                    del self.missing[key]
+                    heapq.heappush(self.ready[key[0]], key[1])
+            for arg in self.arg_waiting.pop(name, ()):
+                self.arg_missing[arg] -= 1
+                if not self.arg_missing[arg] and arg[0] in self.score:
+                    self.score[arg[0]] += 1
+                    heapq.heappush(self.heap, (-self.score[arg[0]], arg[0]))
 
     def columns(self, atom: s.Atom) -> tuple[list, list, list]:
         """Split an atom's columns into (keys, binds, checks) given what is bound."""
@@ -77,20 +180,23 @@ class _Builder:
         for c, term in enumerate(atom.args):
             if isinstance(term, s.Wildcard) or (c, getattr(term, "name", None)) in binds:
                 continue
-            if _vars(term) <= self.bound:
-                keys.append((c, lower(term)))
-            elif _vars(term) <= self.bound | bound_here:
-                checks.append((c, lower(term)))
+            names = self.terms.vars(term)
+            if names <= self.bound:
+                keys.append((c, self.terms.lower(term)))
+            elif names <= self.bound | bound_here:
+                checks.append((c, self.terms.lower(term)))
             else:
                 self.fresh += 1
                 name = f"#{self.fresh}"
                 binds.append((c, name))
-                self.pending.append(p.Filter(op="==", left=p.Var(name=name), right=lower(term)))
+                check = p.Filter(op="==", left=p.Var(name=name), right=self.terms.lower(term))
+                self.pending.append(check)
+                self._wait("pending", len(self.pending) - 1, check, names | {name})
         return keys, binds, checks
 
     def scan(self, atom: s.Atom) -> p.Scan:
         keys, binds, checks = self.columns(atom)  # a driver row has no key: all are checks
-        self.bound |= {v for _, v in binds}
+        self.bind(v for _, v in binds)
         return p.Scan(relation=atom.name, binds=tuple(binds), checks=tuple(keys + checks))
 
     def join(self, atom: s.Atom, version: p.Version) -> None:
@@ -98,56 +204,56 @@ class _Builder:
         self.ops.append(p.Join(relation=atom.name, version=version,
                                key=tuple(c for c, _ in keys), key_terms=tuple(t for _, t in keys),
                                binds=tuple(binds), checks=tuple(checks)))
-        self.bound |= {v for _, v in binds}
+        self.bind(v for _, v in binds)
 
-    def place_ready(self, lets: list[s.Assign], filters: list[s.Comparison],
-                    negations: list[s.Negation]) -> None:
-        progress = True
-        while progress:
-            progress = False
-            for f in list(self.pending):
-                if p.expr_vars(f.left) | p.expr_vars(f.right) <= self.bound:
-                    self.ops.append(f)
-                    self.pending.remove(f)
-            for c in list(filters):
-                if _vars(c) <= self.bound:
-                    self.ops.append(p.Filter(op=c.op, left=lower(c.left), right=lower(c.right)))
-                    filters.remove(c)
-            for n in list(negations):
-                if _vars(n) <= self.bound:
-                    key = [(i, t) for i, t in enumerate(n.atom.args)
-                           if not isinstance(t, s.Wildcard)]
-                    self.ops.append(p.AntiJoin(relation=n.atom.name, key=tuple(i for i, _ in key),
-                                               key_terms=tuple(lower(t) for _, t in key)))
-                    negations.remove(n)
-            for a in list(lets):
-                if _vars(a.expr) <= self.bound:
-                    if a.var.name in self.bound:  # pre-bound (rederivation): a test
-                        self.ops.append(p.Filter(op="==", left=p.Var(name=a.var.name),
-                                                 right=lower(a.expr)))
-                    else:
-                        self.ops.append(p.Let(var=a.var.name, expr=lower(a.expr)))
-                        self.bound.add(a.var.name)
-                        progress = True
-                    lets.remove(a)
+    def place_ready(self) -> None:
+        """Place what became ready: fresh-variable comparisons, filters and anti-joins in
+        body order, then assignments in body order (an assignment may ready more)."""
+        ready = self.ready
+        while any(ready.values()):
+            while ready["pending"]:
+                self.ops.append(self.pending[heapq.heappop(ready["pending"])])
+            while ready["filter"]:
+                c = self.items["filter"].pop(heapq.heappop(ready["filter"]))
+                self.ops.append(p.Filter(op=c.op, left=self.terms.lower(c.left),
+                                         right=self.terms.lower(c.right)))
+            while ready["negation"]:
+                n = self.items["negation"].pop(heapq.heappop(ready["negation"]))
+                key = [(i, t) for i, t in enumerate(n.atom.args) if not isinstance(t, s.Wildcard)]
+                self.ops.append(p.AntiJoin(relation=n.atom.name, key=tuple(i for i, _ in key),
+                                           key_terms=tuple(self.terms.lower(t) for _, t in key)))
+            later: list[int] = []  # assignments readied by one placed after them: next pass
+            while ready["let"]:
+                index = heapq.heappop(ready["let"])
+                a = self.items["let"].pop(index)
+                if a.var.name in self.bound:  # pre-bound (rederivation): a test
+                    self.ops.append(p.Filter(op="==", left=p.Var(name=a.var.name),
+                                             right=self.terms.lower(a.expr)))
+                    continue
+                self.ops.append(p.Let(var=a.var.name, expr=self.terms.lower(a.expr)))
+                lets = ready["let"]
+                ready["let"] = []
+                self.bind((a.var.name,))
+                for other in ready["let"]:
+                    heapq.heappush(later if other < index else lets, other)
+                ready["let"] = lets
+            for index in later:
+                heapq.heappush(ready["let"], index)
 
-
-def _score(atom: s.Atom, bound: set[str]) -> int:
-    return sum(1 for t in atom.args if not isinstance(t, s.Wildcard) and _vars(t) <= bound)
+    @property
+    def done(self) -> bool:
+        return not (self.missing or any(self.ready.values()) or self.score)
 
 
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,
               prebound: tuple[tuple[str, int], ...] | None = None,
-              semi_naive: bool = True) -> p.Plan:
+              semi_naive: bool = True, terms: _Terms | None = None) -> p.Plan:
     """The plan of a rule body driven by literal ``driver`` (a positive or negated atom),
     by seed values of ``prebound`` (variable, column) pairs, or, with neither, by one empty
     binding. With ``semi_naive``, positive atoms before a positive driver read their old
     version (each combination of new rows is then derived by one driver only)."""
-    builder = _Builder()
+    builder = _Builder(body, terms or _Terms())
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, s.Atom)]
-    lets = [lit for lit in body if isinstance(lit, s.Assign)]
-    filters = [lit for lit in body if isinstance(lit, s.Comparison)]
-    negations = [lit for lit in body if isinstance(lit, s.Negation)]
     before = -1
     source: p.Driver
     if driver is not None:
@@ -161,16 +267,17 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
     elif prebound is not None:
         source = p.Seed(vars=tuple(v for v, _ in prebound),
                         columns=tuple(c for _, c in prebound))
-        builder.bound |= {v for v, _ in prebound}
+        builder.bind(v for v, _ in prebound)
     else:
         source = p.Unit()
-    builder.place_ready(lets, filters, negations)
-    while atoms:
-        best = max(atoms, key=lambda ia: (_score(ia[1], builder.bound), -ia[0]))
-        atoms.remove(best)
-        builder.join(best[1], p.Version.OLD if best[0] < before else p.Version.FULL)
-        builder.place_ready(lets, filters, negations)
-    assert not (lets or filters or negations or builder.pending), "unsafe rule planned"
+    by_index = dict(atoms)
+    builder.candidates(atoms)
+    builder.place_ready()
+    for _ in atoms:
+        best = builder.best()
+        builder.join(by_index[best], p.Version.OLD if best < before else p.Version.FULL)
+        builder.place_ready()
+    assert builder.done, "unsafe rule planned"
     return p.Plan(driver=source, operators=tuple(builder.ops), project=project)
 
 
@@ -218,17 +325,18 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
                  for i, lit in enumerate(body) if isinstance(lit, s.Atom))
 
 
-def _aggregation(rule: s.Rule, position: int, function: str) -> p.Aggregation:
+def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
+                 ) -> p.Aggregation:
     head = rule.head
     group = tuple(i for i in range(head.arity) if i != position)
     output = p.Project(terms=_head_terms(head))
     aggregate = p.Aggregate(function=function, position=position)
     if all(isinstance(head.args[i], s.Var) for i in group):
         seeds = _first_occurrences(tuple(head.args[i] for i in group))
-        groups = plan_body(rule.body, None, output, seeds)
+        groups = plan_body(rule.body, None, output, seeds, terms=terms)
     else:  # a group column is an expression: evaluate the whole rule
         first = next((i for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)), None)
-        groups = plan_body(rule.body, first, output)
+        groups = plan_body(rule.body, first, output, terms=terms)
     zero = _zero_probe(rule, group) if function == "count" else ()
     return p.Aggregation(function=function, position=position, group=group,
                          groups=replace(groups, aggregate=aggregate), zero=zero)
@@ -236,6 +344,7 @@ def _aggregation(rule: s.Rule, position: int, function: str) -> p.Aggregation:
 
 def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
     rule = info.rule
+    terms = _Terms()
     head = rule.head
     view = info.kind == "view" and not info.deferred
     agg = next(((i, a.func) for i, a in enumerate(head.args) if isinstance(a, s.Agg)), None)
@@ -253,20 +362,20 @@ def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
         negated = isinstance(literal, s.Negation)
         if not isinstance(literal, s.Atom) and not (negated and view):
             continue
-        insert = plan_body(rule.body, i, project)
+        insert = plan_body(rule.body, i, project, terms=terms)
         atom = literal.atom if negated else literal  # type: ignore[union-attr]
         triggers.append(p.Trigger(relation=atom.name, literal=i, negated=negated, insert=insert,
                                   delete=over_deletion(insert) if deleting else None))
-    start = plan_body(rule.body, None, project) if info.fires_at_start else None
+    start = plan_body(rule.body, None, project, terms=terms) if info.fires_at_start else None
     rederive = None
     if view and agg is None:
         rederive = plan_body(rule.body, None, replace(project, unless_in=None),
-                             _first_occurrences(head.args))
+                             _first_occurrences(head.args), terms=terms)
     return p.RulePlan(
         index=info.index, name=rule.name, kind=info.kind, remote=info.remote,
         stratum=info.stratum, head=head.name, head_event=head.event,
         location=head.locs[0] if head.locs else None, triggers=tuple(triggers), start=start,
-        rederive=rederive, aggregation=_aggregation(rule, *agg) if agg else None,
+        rederive=rederive, aggregation=_aggregation(rule, *agg, terms) if agg else None,
         text=format_statement(replace(rule, name=None)), span=rule.span)
 
 
@@ -289,7 +398,10 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
                    location=f.atom.locs[0] if f.atom.locs else None,
                    values=tuple(lower(a) for a in f.atom.args), span=f.span)
         for f in program.facts if f.atom.name != NATIVE_HANDLER)
-    calls = tuple((node.name, node.span) for node in s.walk(program)
+    calls = tuple((node.name, node.span) for statement in program.statements
+                  if not (isinstance(statement, s.Fact)  # values only: no call
+                          and all(type(a) is s.Const for a in statement.atom.args))
+                  for node in s.walk(statement)
                   if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
     return p.ProgramPlan(
         path=checked.source.path, relations=checked.relations,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from overlog import syntax as s
+from overlog.limits import int_text
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -24,7 +25,7 @@ def format_value(value: object) -> str:
         text = repr(value)
         return text if ("." in text or "e" in text or "n" in text) else text + ".0"
     if isinstance(value, int):
-        return str(value)
+        return int_text(value)
     if isinstance(value, str):
         return '"' + "".join(_escape(c) for c in value) + '"'
     if isinstance(value, (tuple, list)):

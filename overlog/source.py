@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A region of a source file: 1-based line and column of the first and last character."""
+class Span(NamedTuple):
+    """A region of a source file: 1-based line and column of the first and last character.
+    (A named tuple: programs of facts make one per value, and tuples are cheap to make.)"""
 
     line: int
     column: int
@@ -35,3 +36,27 @@ class Source:
         if 1 <= line <= len(lines):
             return lines[line - 1]
         return ""
+
+
+class UnreadableSource(Exception):
+    """A program or data file could not be read as text; the message says why."""
+
+
+def read_text(path: str) -> str:
+    """A file's text: UTF-8, a leading byte-order mark skipped. Raises UnreadableSource saying
+    what is wrong (missing, unreadable, or not UTF-8, with where)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as error:
+        raise UnreadableSource(f"cannot read {path}: {error.strerror}") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise UnreadableSource(
+            f"cannot read {path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line "
+            f"{line}, column {column})") from None

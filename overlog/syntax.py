@@ -203,12 +203,17 @@ class Program:
 Node = Union[Term, Literal, Statement, Program]  # noqa: UP007
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def children(node: object) -> Iterator[object]:
     """The direct child nodes of an AST node, in source order."""
-    for f in fields(node):  # type: ignore[arg-type]
-        if f.name == "span":
-            continue
-        value = getattr(node, f.name)
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(
+            f.name for f in fields(node) if f.name != "span")  # type: ignore[arg-type]
+    for name in names:
+        value = getattr(node, name)
         if isinstance(value, tuple):
             yield from (v for v in value if hasattr(v, "__dataclass_fields__"))
         elif hasattr(value, "__dataclass_fields__"):

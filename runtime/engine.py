@@ -26,7 +26,8 @@ from overlog.compile import NativeResolver, compile_program, natives_check
 from overlog.diagnostics import Diagnostic
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
-from overlog.plan import ProgramPlan, RulePlan, expr_calls
+from overlog.limits import recursion_room
+from overlog.plan import Const, FactPlan, ProgramPlan, RulePlan, expr_calls
 from overlog.runtime.backend import BackendFactory, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -124,14 +125,15 @@ class Engine:
         self._fixpoint: Fixpoint | None = None
         self._stepping = False
         self._fires_at_start = any(rule.start is not None for rule in plan.rules)
-        self._load_facts()
+        with recursion_room():  # a fact's values may nest MAX_NESTING deep
+            self._load_facts()
         for handler in handlers:
             handler(self)
         self._bind_natives(natives)
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is skipped
             return cls(f.read(), path, **options)
 
     @property
@@ -216,7 +218,8 @@ class Engine:
 
     def rows(self, relation: str) -> list[Row]:
         self._relation(relation)
-        return sorted_rows(self.store.rows(relation))
+        with recursion_room():  # comparing values that nest MAX_NESTING deep
+            return sorted_rows(self.store.rows(relation))
 
     def next_time(self) -> float | None:
         """When the next timed input is due: a queued event or a soft-state expiry."""
@@ -258,7 +261,8 @@ class Engine:
                                "generate_event, insert, delete or deliver")
         self._stepping = True
         try:
-            return self._step()
+            with recursion_room():  # values may nest MAX_NESTING deep
+                return self._step()
         finally:
             self._stepping = False
 
@@ -591,15 +595,10 @@ class Engine:
 
     def _load_facts(self) -> None:
         for fact in self.plan.facts:
-            self._unknown_functions(self._functions, [(call.function, call.span)
-                                                      for value in fact.values
-                                                      for call in expr_calls(value)])
-            try:
-                row = self.backend.values(fact.values)
-            except PlanFailure as failure:
-                raise SemanticError([Diagnostic(
-                    "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
-                    self.plan.checked.source) from None
+            if all(type(value) is Const for value in fact.values):  # most facts: values
+                row = tuple(value.value for value in fact.values)  # type: ignore[union-attr]
+            else:
+                row = self._fact_row(fact)
             if fact.location is not None and row[fact.location] != self.address:
                 self._outbox.append(Outbound(row[fact.location], fact.relation,
                                              "event" if fact.event else "insert", row))
@@ -607,6 +606,18 @@ class Engine:
                 self.queue.push(0.0, fact.relation, row)
             else:
                 self.pending.append(("insert", fact.relation, row))
+
+    def _fact_row(self, fact: FactPlan) -> Row:
+        """The values of a fact whose arguments are expressions."""
+        self._unknown_functions(self._functions, [(call.function, call.span)
+                                                  for value in fact.values
+                                                  for call in expr_calls(value)])
+        try:
+            return self.backend.values(fact.values)
+        except PlanFailure as failure:
+            raise SemanticError([Diagnostic(
+                "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
+                self.plan.checked.source) from None
 
     def _bind_natives(self, natives: NativeResolver | None) -> None:
         problems, found = [], []

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
+from overlog.limits import recursion_room
 from overlog.runtime.backend import FunctionError, PlanFailure, guard_functions
 from overlog.runtime.builtins import aggregate, divide, remainder
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
@@ -54,7 +55,8 @@ class LocalBackend:
 
     def prepare(self, plan: p.Plan) -> Callable[..., Any]:
         gen = _Codegen(plan, self.store)
-        source = gen.build()
+        with recursion_room():
+            source = gen.build()
         for relation, cols in gen.indexes:  # create them now: maintained from the start
             self.store.table(relation).index(cols)
         namespace = dict(gen.namespace)
@@ -75,7 +77,8 @@ class LocalBackend:
     def values(self, exprs: tuple[p.Expr, ...]) -> tuple:
         functions = guard_functions(self.functions, self.user)
         try:
-            return tuple(_value(e, functions) for e in exprs)
+            with recursion_room():
+                return tuple(_value(e, functions) for e in exprs)
         except EXPRESSION_ERRORS as error:
             cause = error.cause if isinstance(error, FunctionError) else error
             raise PlanFailure(cause, {}) from error
@@ -140,6 +143,11 @@ def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:
                 for key, values in bags.items()]
     except TypeError as error:
         raise PlanFailure(error, {}) from error
+
+
+HOIST = 40  # nesting of generated expressions past which a subexpression is hoisted
+STAGE_LOOPS = 12  # joins nested in one stage of a plan (Python allows 20 nested blocks)
+SMALL = 10**15  # integers written into generated source; larger ones are constants
 
 
 class _Codegen:
@@ -210,30 +218,45 @@ class _Codegen:
         return self.local(("excluded", relation), "dx", f"exclude.get({relation!r}, EMPTY)")
 
     def expr(self, term: p.Expr) -> str:
+        """Python for an expression. A subexpression nested deeper than HOIST goes on a line
+        of its own, into a temporary (Python refuses deeply nested source)."""
+        return self._expr(term)[0]
+
+    def _expr(self, term: p.Expr) -> tuple[str, int]:
         match term:
             case p.Var(name=name):
-                return self.var(name)
+                return self.var(name), 0
             case p.Const(value=value):
-                if isinstance(value, (int, str, bool)) or value is None:
-                    return repr(value)
-                return self.const(value)
+                if (isinstance(value, (str, bool)) or value is None
+                        or (isinstance(value, int) and -SMALL < value < SMALL)):
+                    return repr(value), 0
+                return self.const(value), 0
             case p.Arith(op=op, left=left, right=right):
-                a, b = self.expr(left), self.expr(right)
-                if op == "/":
-                    return f"_div({a}, {b})"
-                if op == "%":
-                    return f"_mod({a}, {b})"
-                return f"({a} {op} {b})"
+                (a, da), (b, db) = self._expr(left), self._expr(right)
+                text = (f"_div({a}, {b})" if op == "/" else f"_mod({a}, {b})" if op == "%"
+                        else f"({a} {op} {b})")
+                depth = max(da, db) + 1
             case p.Negate(operand=operand):
-                return f"(-{self.expr(operand)})"
+                text, depth = self._expr(operand)
+                text, depth = f"(-{text})", depth + 1
             case p.Call(function=function, args=args):
-                return f"F_{function}({', '.join(self.expr(a) for a in args)})"
+                parts = [self._expr(a) for a in args]
+                text = f"F_{function}({', '.join(part for part, _ in parts)})"
+                depth = max((d for _, d in parts), default=0) + 1
             case p.MakeList(items=items):
-                return self.tuple_expr(items)
-        raise TypeError(f"cannot evaluate {term!r}")
+                parts = [self._expr(i) for i in items]
+                text = "(" + "".join(f"{part}, " for part, _ in parts) + ")"
+                depth = max((d for _, d in parts), default=0) + 1
+            case _:
+                raise TypeError(f"cannot evaluate {term!r}")
+        if depth > HOIST:
+            temp = self.name("_t")
+            self.emit_line(f"{temp} = {text}", True)
+            return temp, 0
+        return text, depth
 
     def tuple_expr(self, terms: tuple[p.Expr, ...]) -> str:
-        return "(" + "".join(f"{self.expr(t)}, " for t in terms) + ")"
+        return self.expr(p.MakeList(items=terms))
 
     def key_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return self.expr(terms[0]) if len(terms) == 1 else self.tuple_expr(terms)
@@ -258,6 +281,7 @@ class _Codegen:
         """``for`` over the rows of ``source``, unpacked into the bound variables, skipping
         the rows in the set named ``excluded``."""
         target, names = self.unpack(arity, binds)
+        self.loops += 1
         if excluded is None:
             self.emit_line(f"for {target} in {source}:")
             self.depth += 1
@@ -341,10 +365,13 @@ class _Codegen:
 
     def body(self, checked: bool, depth: int) -> list[tuple[str, tuple[str, ...] | None]]:
         self.lines, self.depth, self.checked, self.bound = [], depth, checked, []
-        seed = self.driver(self.plan.driver)
+        self.base, self.loops = depth, 0
+        self.seed = self.driver(self.plan.driver)
         for op in self.plan.operators:
             match op:
                 case p.Join():
+                    if self.loops == STAGE_LOOPS:
+                        self.next_stage()
                     self.join(op)
                 case p.AntiJoin():
                     self.antijoin(op)
@@ -361,12 +388,31 @@ class _Codegen:
         else:
             self.emit_line(f"_h = {head}", True)
             self.emit_line(f"if _h not in {self.rows(project.unless_in)}: _add(_h)")
-        self.depth = depth + 1
+        self.close_stage()
+        return self.lines
+
+    def close_stage(self) -> None:
+        """End the loops of the seeds (or of a stage's bindings): record what failed."""
+        self.depth = self.base + 1
         self.emit_line("except EXPRESSION_ERRORS as _e:")
         self.emit_line("    if _e.__traceback__.tb_lineno not in BINDINGS:")
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
-        self.emit_line(f"    failures = _failed(failures, _e, {seed}, locals(), BINDINGS)")
-        return self.lines
+        self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS)")
+
+    def next_stage(self) -> None:
+        """Python nests at most 20 blocks: a plan with more joins runs in stages, each
+        collecting the bindings (and the seed they came from) that the next one loops over."""
+        stage = self.local(("stage", len(self.locals)), "stage", "[]")
+        names = [self.var(v) for v in dict.fromkeys(self.bound)]
+        row = "(" + "".join(f"{n}, " for n in [self.seed, *names]) + ")"
+        self.emit_line(f"{stage}.append({row})")
+        self.close_stage()
+        self.depth = self.base
+        self.seed = "_seed"
+        self.emit_line(f"for (_seed, {''.join(f'{n}, ' for n in names)}) in {stage}:")
+        self.emit_line("    try:")
+        self.depth += 2
+        self.loops = 0
 
     def build(self) -> str:
         old = sorted({op.relation for op in self.plan.operators

@@ -248,3 +248,31 @@ def test_the_console_script_runs_no_module_planted_beside_the_program(tmp_path: 
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (0, "")
     assert not (tmp_path / "imported").exists()
+
+
+def test_unreadable_text_is_a_usage_error_located(tmp_path: Path) -> None:
+    (tmp_path / "latin.olg").write_bytes(b"p(1).\n// caf\xe9\n")
+    for command in ("check", "run", "explain"):
+        result = overlog(command, "latin.olg", cwd=tmp_path)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == ("overlog: error: cannot read latin.olg: not UTF-8 text "
+                                 "(byte 0xe9 at line 2, column 7)\n")
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "bom.olg").write_bytes(b"\xef\xbb\xbfq(X, Y) :- link(X, Y).\n")
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "link.csv").write_bytes(b"\xef\xbb\xbf1,2\n")
+    result = overlog("run", "bom.olg", "-F", "facts", "--print", "q", "--format", "jsonl",
+                     cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, '{"table": "q", "row": [1, 2]}\n')
+
+
+def test_big_integers_print_in_every_format(tmp_path: Path) -> None:
+    digits = "9" * 5000
+    (tmp_path / "big.olg").write_text(f"q({digits}).\n")
+    for fmt, expected in (("jsonl", f'{{"table": "q", "row": [{digits}]}}\n'),
+                          ("csv", f"q,{digits}\n"), ("text", f"q (1 row)\n  {digits}\n")):
+        result = overlog("run", "big.olg", "--format", fmt, "-D", "out", cwd=tmp_path)
+        assert (result.returncode, result.stderr, result.stdout) == (0, "", expected)
+        assert (tmp_path / "out" / "q.csv").read_text() == digits + "\n"
