@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -121,6 +122,8 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--steps must be >= 0")
     if args.until is not None and math.isnan(args.until):
         raise UsageError("--until takes a number of seconds, not nan")
+    if args.output:
+        _check_output(args.output)
     defines = dict(parse_define(d) for d in args.define)
     try:
         source = read_text(args.program)
@@ -244,11 +247,36 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
             raise UsageError(str(error)) from None
 
 
+def _check_output(directory: str) -> None:
+    """Refuse, before running, an output directory that cannot be written."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UsageError(f"-D: {directory} is not a directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"-D: cannot create {directory}: {error.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"-D: cannot write to {directory}: permission denied")
+
+
 def _write_output(engine, directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    for name, relation in engine.plan.relations.items():
-        if relation.event:
-            continue
-        with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8") as f:
-            for row in engine.rows(name):
-                f.write(format_row(row) + "\n")
+    """Every persistent table as DIRECTORY/TABLE.csv: all written to temporary files first,
+    then renamed, so that a failure (a full disk) leaves no partial file behind."""
+    written: list[tuple[str, str]] = []
+    try:
+        for name, relation in engine.plan.relations.items():
+            if relation.event:
+                continue
+            final = os.path.join(directory, f"{name}.csv")
+            temporary = os.path.join(directory, f".{name}.csv.{os.getpid()}.tmp")
+            written.append((temporary, final))
+            with open(temporary, "w", encoding="utf-8", newline="") as f:
+                for row in engine.rows(name):
+                    f.write(format_row(row) + "\n")
+        for temporary, final in written:
+            os.replace(temporary, final)
+    except OSError as error:
+        for temporary, _ in written:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+        raise UsageError(f"-D: cannot write to {directory}: {error.strerror}") from None

@@ -1,18 +1,31 @@
-"""CSV facts in and out (design.md 4): one row per line, no header unless asked; a cell that
-reads as an integer is an int, as a decimal a float, a quoted cell is always a string, anything
-else a string. Written files quote exactly the strings that would otherwise read back as
-something else, so that reading a written file gives back the same values."""
+"""CSV facts in and out (design.md 4, docs/csv.md): one row per record, no header unless asked.
+
+A bare cell reads as a value: an integer (`-12`), a decimal (`2.5`, `1e3`), `infinity` or
+`-infinity`, `true`, `false`, `null`, or a list written as in Overlog (`[1, "a", [true]]`; the
+commas inside its brackets do not split cells); any other bare cell is a string. A quoted cell
+(`"..."`, with `""` for a quote) is always a string, and may span lines. Files are written so
+that reading them gives back exactly the same values: a string is quoted whenever its bare
+reading would be something else (`"007"`, `"true"`, `"a,b"`, `" x"`).
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from overlog.limits import int_text
+from overlog.errors import ParseError
+from overlog.limits import int_from_text, int_text
+from overlog.parser import parse
+from overlog.printer import format_value
+from overlog.syntax import Const, ListExpr, Neg
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
+_WORDS = {"true": True, "false": False, "null": None, "infinity": math.inf,
+          "-infinity": -math.inf}
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')  # an Overlog string literal inside a list
 
 
 class CsvError(ValueError):
@@ -20,70 +33,120 @@ class CsvError(ValueError):
         super().__init__(f"{path}:{line}: {message}")
 
 
-def parse_line(text: str, path: str = "<csv>", line: int = 1) -> list[Any]:
-    cells: list[Any] = []
-    i, n = 0, len(text)
-    while True:
-        if i < n and text[i] == '"':
-            j, chunk = i + 1, []
-            while True:
-                if j >= n:
-                    raise CsvError(path, line, "unterminated quoted cell")
-                if text[j] == '"':
-                    if j + 1 < n and text[j + 1] == '"':
-                        chunk.append('"')
-                        j += 2
-                        continue
-                    break
-                chunk.append(text[j])
-                j += 1
-            cells.append("".join(chunk))
-            i = j + 1
-            if i < n and text[i] != ",":
-                raise CsvError(path, line, "text after a closing quote")
-        else:
-            j = text.find(",", i)
-            j = n if j < 0 else j
-            cells.append(_bare(text[i:j]))
-            i = j
-        if i >= n:
-            return cells
-        i += 1  # the comma
+def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[Any]]]:
+    """(line where it starts, cells) of each record; blank lines are skipped."""
+    i, n, line = 0, len(text), 1
+    while i < n:
+        if text[i] in "\r\n":
+            line += text[i] == "\n"
+            i += 1
+            continue
+        start, cells = line, []
+        while True:
+            if i < n and text[i] == '"':
+                j, chunk = i + 1, []
+                while True:
+                    if j >= n:
+                        raise CsvError(path, start, "unterminated quoted cell")
+                    if text[j] == '"':
+                        if j + 1 < n and text[j + 1] == '"':
+                            chunk.append('"')
+                            j += 2
+                            continue
+                        break
+                    line += text[j] == "\n"
+                    chunk.append(text[j])
+                    j += 1
+                cells.append("".join(chunk))
+                i = j + 1
+            elif i < n and text[i] == "[":
+                j = _list_end(text, i, path, line)
+                cells.append(_list_value(text[i:j], path, line))
+                i = j
+            else:
+                j = i
+                while j < n and text[j] not in ",\r\n":
+                    j += 1
+                cells.append(_bare(text[i:j]))
+                i = j
+            if i >= n or text[i] in "\r\n":
+                yield start, cells
+                break
+            if text[i] != ",":
+                raise CsvError(path, line, "text after a closing quote or bracket")
+            i += 1  # the comma
 
 
 def _bare(cell: str) -> Any:
     if _INT.match(cell):
-        return int(cell)
+        return int_from_text(cell)
     if _FLOAT.match(cell):
         return float(cell)
-    return cell
+    return _WORDS.get(cell, cell)
+
+
+def _list_end(text: str, i: int, path: str, line: int) -> int:
+    """The position after the bracket that closes the list starting at ``i``."""
+    depth, j, n = 0, i, len(text)
+    while j < n:
+        c = text[j]
+        if c == '"':
+            found = _STRING.match(text, j)
+            if found is None:
+                raise CsvError(path, line, "unterminated string in a list")
+            j = found.end()
+            continue
+        if c in "\r\n":
+            break
+        depth += c == "["
+        depth -= c == "]"
+        j += 1
+        if depth == 0:
+            return j
+    raise CsvError(path, line, "a list without its closing `]`")
+
+
+def _list_value(cell: str, path: str, line: int) -> tuple:
+    try:
+        (fact,) = parse(f"cell({cell}).").facts
+    except (ParseError, ValueError):
+        raise CsvError(path, line, f"not a list of values: {cell}") from None
+
+    def value(term: object) -> Any:
+        if isinstance(term, Const):
+            return term.value
+        if isinstance(term, ListExpr):
+            return tuple(value(item) for item in term.items)
+        if isinstance(term, Neg) and isinstance(term.operand, Const):
+            return -term.operand.value  # type: ignore[operator]
+        raise CsvError(path, line, f"not a list of values: {cell}")
+
+    return value(fact.atom.args[0])
 
 
 def read_rows(path: str, arity: int, header: bool = False) -> Iterator[tuple]:
     with open(path, encoding="utf-8-sig", newline="") as f:  # a byte-order mark is skipped
-        for number, raw in enumerate(f, start=1):
-            text = raw.rstrip("\r\n")
-            if (header and number == 1) or not text:
-                continue
-            row = parse_line(text, path, number)
-            if len(row) != arity:
-                raise CsvError(path, number, f"expected {arity} fields, got {len(row)}")
-            yield tuple(row)
+        text = f.read()
+    for number, (line, row) in enumerate(parse_records(text, path)):
+        if header and number == 0:
+            continue
+        if len(row) != arity:
+            raise CsvError(path, line, f"expected {arity} fields, got {len(row)}")
+        yield tuple(row)
 
 
 def format_cell(value: Any) -> str:
     if isinstance(value, str):
-        plain = (value and _bare(value) == value and value == value.strip()
-                 and not any(c in value for c in ',"\r\n'))
+        plain = (value and isinstance(_bare(value), str) and value == value.strip()
+                 and not value.startswith("[") and not any(c in value for c in ',"\r\n'))
         return value if plain else '"' + value.replace('"', '""') + '"'
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
     if isinstance(value, tuple):
-        return format_cell(str(list(value)))
-    return repr(value) if isinstance(value, float) else int_text(value) \
-        if isinstance(value, int) else str(value)
+        return format_value(value)  # an Overlog list: its strings escaped, on one line
+    if isinstance(value, float) and not math.isinf(value):
+        return repr(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    return format_value(value)  # null, true, false, infinity, -infinity
 
 
 def format_row(row: Iterable[Any]) -> str:

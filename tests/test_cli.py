@@ -276,3 +276,57 @@ def test_big_integers_print_in_every_format(tmp_path: Path) -> None:
         result = overlog("run", "big.olg", "--format", fmt, "-D", "out", cwd=tmp_path)
         assert (result.returncode, result.stderr, result.stdout) == (0, "", expected)
         assert (tmp_path / "out" / "q.csv").read_text() == digits + "\n"
+
+
+def test_output_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked").chmod(0o500)
+    try:
+        for target, message in [
+                ("file", "-D: file is not a directory"),
+                ("file/sub", "-D: cannot create file/sub: Not a directory")] + (
+                [] if os.geteuid() == 0 else  # root writes anywhere
+                [("locked", "-D: cannot write to locked: permission denied")]):
+            result = overlog("run", str(ROOT / "programs" / "tc.olg"), "-D", target,
+                             cwd=tmp_path)
+            assert (result.returncode, result.stdout) == (2, "")
+            assert result.stderr == f"overlog: error: {message}\n"
+    finally:
+        (tmp_path / "locked").chmod(0o700)
+
+
+def test_a_failed_write_leaves_no_partial_files(tmp_path: Path) -> None:
+    """A full disk, simulated with a file-size limit: no table file, no temporary left."""
+    import resource
+
+    (tmp_path / "big.olg").write_text(
+        'n(0).\nn(Y) :- n(X), X < 3000, Y := X + 1.\nw(X, "padding padding padding") :- n(X).\n')
+    out = tmp_path / "out"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+
+    result = subprocess.run([sys.executable, "-m", "overlog", "run", "big.olg", "-D", "out",
+                             "--print", "n"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, preexec_fn=limit)
+    assert result.returncode == 2
+    assert result.stderr == "overlog: error: -D: cannot write to out: File too large\n"
+    assert list(out.iterdir()) == []
+
+
+def test_tables_round_trip_through_output_and_facts(tmp_path: Path) -> None:
+    (tmp_path / "values.olg").write_text(
+        'v(1, 2.5, "007", true, null, infinity, [1, "a,b", [false]], "line\\nbreak", '
+        '"say \\"hi\\"", -infinity, "", " x").\n'
+        'copy(A, B, C, D, E, F, G, H, I, J, K, L) :- v(A, B, C, D, E, F, G, H, I, J, K, L).\n')
+    first = overlog("run", "values.olg", "-D", "out", "--format", "jsonl", "--print", "v",
+                    cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "load.olg").write_text(
+        "copy(A, B, C, D, E, F, G, H, I, J, K, L) :- v(A, B, C, D, E, F, G, H, I, J, K, L).\n")
+    (tmp_path / "out" / "copy.csv").unlink()
+    second = overlog("run", "load.olg", "-F", "out", "--format", "jsonl", "--print", "copy",
+                     cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout.replace('"table": "v"', '"table": "copy"')
