@@ -25,6 +25,7 @@ _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _WORDS = {"true": True, "false": False, "null": None, "infinity": math.inf,
           "-infinity": -math.inf}
+_CELL_END = re.compile(r"[,\r\n]")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')  # an Overlog string literal inside a list
 
 
@@ -46,27 +47,26 @@ def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[An
             if i < n and text[i] == '"':
                 j, chunk = i + 1, []
                 while True:
-                    if j >= n:
+                    quote = text.find('"', j)
+                    if quote < 0:
                         raise CsvError(path, start, "unterminated quoted cell")
-                    if text[j] == '"':
-                        if j + 1 < n and text[j + 1] == '"':
-                            chunk.append('"')
-                            j += 2
-                            continue
-                        break
-                    line += text[j] == "\n"
-                    chunk.append(text[j])
-                    j += 1
-                cells.append("".join(chunk))
-                i = j + 1
+                    chunk.append(text[j:quote])
+                    if text.startswith('""', quote):
+                        chunk.append('"')
+                        j = quote + 2
+                        continue
+                    break
+                cell = "".join(chunk)
+                line += cell.count("\n")
+                cells.append(cell)
+                i = quote + 1
             elif i < n and text[i] == "[":
                 j = _list_end(text, i, path, line)
                 cells.append(_list_value(text[i:j], path, line))
                 i = j
             else:
-                j = i
-                while j < n and text[j] not in ",\r\n":
-                    j += 1
+                end = _CELL_END.search(text, i)
+                j = n if end is None else end.start()
                 cells.append(_bare(text[i:j]))
                 i = j
             if i >= n or text[i] in "\r\n":
