@@ -16,6 +16,7 @@ from overlog.diagnostics import render
 from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
+from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES
 from overlog.source import UnreadableSource, read_text
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
@@ -44,6 +45,13 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto")
     run.add_argument("--spark-master", metavar="URL")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")
+    run.add_argument("--max-tuples", type=int, default=MAX_TUPLES, metavar="N",
+                     help=f"stop a step deriving more new tuples (default {MAX_TUPLES:,})")
+    run.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, metavar="N",
+                     help=f"stop a step running more rounds in a stratum (default "
+                     f"{MAX_ROUNDS:,})")
+    run.add_argument("--step-timeout", type=float, metavar="SECONDS",
+                     help="stop a step running longer (default: no limit)")
     run.add_argument("--define", action="append", default=[], metavar="NAME=VALUE")
     add_native_argument(run)
 
@@ -124,6 +132,10 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--until takes a number of seconds, not nan")
     if args.output:
         _check_output(args.output)
+    if args.max_tuples < 1 or args.max_rounds < 1:
+        raise UsageError("--max-tuples and --max-rounds take a positive number")
+    if args.step_timeout is not None and not args.step_timeout > 0:
+        raise UsageError("--step-timeout takes a positive number of seconds")
     defines = dict(parse_define(d) for d in args.define)
     try:
         source = read_text(args.program)
@@ -134,7 +146,10 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         engine = Engine(source, args.program, address=args.address, clock=args.clock,
-                        seed=args.seed, defines=defines, native_modules=args.native)
+                        seed=args.seed, defines=defines, native_modules=args.native,
+                        max_tuples=args.max_tuples, max_rounds=args.max_rounds,
+                        step_timeout=args.step_timeout,
+                        progress=_Progress(err) if _is_terminal(err) else None)
     except CompileError as error:
         print(error.render(), file=err)
         return 1
@@ -160,7 +175,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                          op=op)
     failed = 0
     interrupted = False
-    progress = err.isatty() if hasattr(err, "isatty") else False
+    progress = _is_terminal(err)
     last = time.monotonic()
     try:
         while args.steps is None or engine.step_count < args.steps:
@@ -197,6 +212,28 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         _write_output(engine, args.output)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+class _Progress:
+    """A long step's progress on a terminal: rounds and tuples, twice a second."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.last = time.monotonic()
+
+    def __call__(self, rounds: int, tuples: int, added: dict[str, int]) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        busiest = ", ".join(f"+{n:,} {name}" for name, n in
+                            sorted(added.items(), key=lambda item: -item[1])[:3])
+        self.err.write(f"\r\x1b[Kround {rounds:,}: {tuples:,} new tuples ({busiest})")
+        self.err.flush()
 
 
 class _OutputClosed(BaseException):

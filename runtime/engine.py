@@ -34,7 +34,7 @@ from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
-from overlog.runtime.seminaive import EvaluationError, Fixpoint
+from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES, EvaluationError, Fixpoint, Limits
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
 
@@ -76,7 +76,11 @@ class Engine:
 
     ``source`` is program text (compiled here) or a ProgramPlan. ``handlers`` install
     listeners (timers, transports) through the event API; ``natives`` resolves the targets
-    of ``registerNativeEventHandler``; ``clock`` is "sim", "real" or a Clock.
+    of ``registerNativeEventHandler``; ``clock`` is "sim", "real" or a Clock. A step that
+    derives more than ``max_tuples`` new tuples, runs more than ``max_rounds`` rounds in a
+    stratum, or runs longer than ``step_timeout`` seconds is stopped and rolled back (E307);
+    ``progress(round, new tuples so far, relation -> tuples the round added)`` is called
+    after each round of a step's insertion.
     """
 
     def __init__(self, source: str | ProgramPlan, path: str | None = None, *,
@@ -85,8 +89,20 @@ class Engine:
                  defines: Mapping[str, Any] | None = None,
                  handlers: Sequence[Handler] = (),
                  natives: NativeResolver | None = None,
-                 backend: str | BackendFactory = "local") -> None:
+                 backend: str | BackendFactory = "local",
+                 max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
+                 step_timeout: float | None = None,
+                 progress: Callable[[int, int, dict[str, int]], None] | None = None,
+                 ) -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
+        for name, value in (("max_tuples", max_tuples), ("max_rounds", max_rounds)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if step_timeout is not None and not (isinstance(step_timeout, (int, float))
+                                             and step_timeout > 0):
+            raise ValueError(f"step_timeout must be a positive number, not {step_timeout!r}")
+        self.limits = Limits(max_tuples, max_rounds, step_timeout)
+        self.progress = progress
         if isinstance(source, ProgramPlan):
             if defines:
                 raise ValueError("defines apply when compiling: pass them to compile_program")
@@ -298,6 +314,12 @@ class Engine:
                     break
                 except _Failure as failure:
                     store.rollback()
+                    if failure.error.code == "E307":  # past a limit: no input to single out
+                        quarantined += [(i, failure.error) for i in inputs]
+                        if not inputs:
+                            failed.append(failure.error)
+                        changes, sends = [], []
+                        break
                     blamed = self._blame(failure, inputs)
                     if blamed:  # the failing bindings name their inputs: no search
                         quarantined += blamed
@@ -591,7 +613,7 @@ class Engine:
 
     def _start(self) -> Fixpoint:
         self._unknown_functions(self._functions, self.plan.calls)
-        return Fixpoint(self.plan, self.backend)
+        return Fixpoint(self.plan, self.backend, self.limits, self.progress)
 
     def _load_facts(self) -> None:
         for fact in self.plan.facts:

@@ -14,8 +14,9 @@ Store (runtime/backend.py).
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +156,21 @@ def _count(args: tuple[Counter, Row, int]) -> None:
         del support[row]
 
 
+MAX_TUPLES = 25_000_000  # some GB of memory: more takes --max-tuples
+MAX_ROUNDS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How far one step may go before it is stopped, rolled back and reported (E307): a
+    program that derives without end (``n(Y) :- n(X), Y := X + 1.``) must not take the
+    machine with it."""
+
+    max_tuples: int = MAX_TUPLES  # new tuples derived in one step
+    max_rounds: int = MAX_ROUNDS  # semi-naive rounds of one stratum in one step
+    step_seconds: float | None = None  # wall-clock time of one step's fixpoint
+
+
 @dataclass(slots=True)
 class DeferredOutput:
     writes: list[tuple[p.RulePlan, Row]]
@@ -168,8 +184,15 @@ class Fixpoint:
     # over-deletion of at most this many rows never switches to evaluating afresh
     RECOMPUTE_MIN = 1000
 
-    def __init__(self, plan: p.ProgramPlan, backend: Backend) -> None:
+    def __init__(self, plan: p.ProgramPlan, backend: Backend, limits: Limits | None = None,
+                 progress: Callable[[int, int, dict[str, int]], None] | None = None) -> None:
         self.store = backend.store
+        self.limits = limits or Limits()
+        # called after each round of insertion: (round, new tuples in the step so far,
+        # relation -> tuples the round added)
+        self.progress = progress
+        self.new_rows = 0
+        self.deadline: float | None = None
         relations = plan.relations
         self.rules = [_Rule(r, backend, relations[r.head].arity) for r in plan.rules]
         # each stratum's rules by role: views, event heads, aggregates
@@ -199,6 +222,9 @@ class Fixpoint:
         """One step's fixpoint and deferred rules; ``initial`` for the engine's first step."""
         self.firings = Counter()
         self.initial = initial
+        self.new_rows = 0
+        seconds = self.limits.step_seconds
+        self.deadline = None if seconds is None else time.monotonic() + seconds
         for views, events, aggregates in self.strata:
             self._stratum(views, events, aggregates)
         return self._deferred()
@@ -375,7 +401,9 @@ class Fixpoint:
         store = self.store
         delta = plus
         first = True
+        rounds = 0
         while True:
+            rounds += 1
             if found is None:
                 found = {}
                 for rule in rules:
@@ -410,6 +438,30 @@ class Fixpoint:
             found = None
             if not delta:
                 return
+            self._within_limits(rounds, delta, rules)
+
+    def _within_limits(self, rounds: int, delta: dict[str, set[Row]],
+                       rules: list[_Rule]) -> None:
+        """After a round that added ``delta``: the step may go on, or it has run past a limit
+        (E307, naming the rule that added the most in the round)."""
+        limits = self.limits
+        self.new_rows += sum(map(len, delta.values()))
+        problem = None
+        if rounds > limits.max_rounds:
+            problem = f"more than {limits.max_rounds:,} rounds in one stratum"
+        elif self.new_rows > limits.max_tuples:
+            problem = f"more than {limits.max_tuples:,} new tuples in one step"
+        elif self.deadline is not None and time.monotonic() > self.deadline:
+            problem = f"the step ran longer than {limits.step_seconds:g} s"
+        if self.progress is not None:
+            self.progress(rounds, self.new_rows, {n: len(rows) for n, rows in delta.items()})
+        if problem is None:
+            return
+        busiest = max(rules, key=lambda r: len(delta.get(r.head, ())))
+        name = f"rule `{busiest.plan.name}`" if busiest.plan.name else busiest.plan.label
+        raise EvaluationError(
+            "E307", busiest.plan, f"step limit: {problem} ({name} keeps deriving "
+            f"`{busiest.head}` tuples: {len(delta.get(busiest.head, ())):,} in the last round)")
 
     def _deferred(self) -> DeferredOutput:
         out = DeferredOutput([], [], [])

@@ -330,3 +330,23 @@ def test_tables_round_trip_through_output_and_facts(tmp_path: Path) -> None:
                      cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout.replace('"table": "v"', '"table": "copy"')
+
+
+def test_step_limits_from_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "runaway.olg").write_text("n(0).\nr1 n(Y) :- n(X), Y := X + 1.\n")
+    result = overlog("run", "runaway.olg", "--max-rounds", "200", cwd=tmp_path)
+    assert result.returncode == 3
+    assert result.stderr == (
+        "runaway.olg:2:18: warning[W204]: `n` may grow without end: this recursive rule "
+        "computes new values and no comparison bounds them\n"
+        "  2 | r1 n(Y) :- n(X), Y := X + 1.\n"
+        "    |                  ^^^^^^^^^^\n"
+        "  note: add a condition (such as `X < 100`), or rely on the step limits "
+        "(--max-tuples, --max-rounds, --step-timeout)\n"
+        "runaway.olg:2:1: error[E307]: step 1 (time 0): step limit: more than 200 rounds in "
+        "one stratum (rule `r1` keeps deriving `n` tuples: 1 in the last round)\n"
+        "  in rule `r1`\n  quarantined input: n(0)\n")
+    assert result.stdout == "n (0 rows)\n"
+    for flag, value in (("--max-rounds", "0"), ("--max-tuples", "-5"), ("--step-timeout", "0")):
+        result = overlog("run", "runaway.olg", flag, value, cwd=tmp_path)
+        assert result.returncode == 2 and result.stderr.startswith("overlog: error: --")

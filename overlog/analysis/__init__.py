@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from overlog import syntax as s
 from overlog.analysis.catalog import NativesCheck, Relation, build_catalog
 from overlog.analysis.safety import check_statements
-from overlog.analysis.strata import RuleInfo, Stratum, stratify
+from overlog.analysis.strata import RuleInfo, Stratum, stratify, unbounded_recursion
 from overlog.diagnostics import Diagnostic
 from overlog.errors import SemanticError
 from overlog.functions import BUILTIN_FUNCTIONS
@@ -53,7 +53,7 @@ def analyze(program: s.Program, source: Source,
     infos, strata, errors = stratify(program, relations)
     if errors:
         raise SemanticError(errors + warnings, source)
-    warnings += _unfed_relations(program, relations)
+    warnings += _unfed_relations(program, relations) + unbounded_recursion(infos)
     return CheckedProgram(program=program, source=source, relations=relations, rules=infos,
                           strata=strata, warnings=tuple(warnings))
 

@@ -192,3 +192,43 @@ def stratify(program: s.Program, relations: dict[str, Relation],
                 rules=tuple(info.index for info in infos if info.stratum == n))
         for n in range(count))
     return infos, strata, []
+
+
+def unbounded_recursion(infos: tuple[RuleInfo, ...]) -> list[Diagnostic]:
+    """W204 for each view rule that feeds on its own relation only (every body atom is in its
+    head's recursive component), computes a new value for its head (an expression in the
+    head, or an assigned variable), and has no comparison: such a relation obviously grows
+    without end (`n(Y) :- n(X), Y := X + 1.`)."""
+    views = [info for info in infos if info.kind == VIEW and not info.deferred]
+    graph = nx.DiGraph()
+    for info in views:
+        for literal in info.rule.body:
+            if isinstance(literal, s.Atom):
+                graph.add_edge(literal.name, info.rule.head.name)
+    component = {name: i for i, names in enumerate(nx.strongly_connected_components(graph))
+                 for name in names}
+    warnings = []
+    for info in views:
+        rule = info.rule
+        head = rule.head.name
+        # every atom it reads is fed by itself (no other relation limits it), and no
+        # comparison holds it back
+        atoms = [lit for lit in rule.body if isinstance(lit, s.Atom)]
+        feeds_itself = bool(atoms) and all(
+            atom.name == head or component.get(atom.name) == component.get(head)
+            for atom in atoms)
+        if not feeds_itself or any(isinstance(lit, s.Comparison) for lit in rule.body):
+            continue
+        assigned = {lit.var.name: lit for lit in rule.body if isinstance(lit, s.Assign)}
+        computed = next((arg for arg in rule.head.args
+                         if isinstance(arg, (s.BinOp, s.Neg, s.Call, s.ListExpr))
+                         or (isinstance(arg, s.Var) and arg.name in assigned)), None)
+        if computed is None:
+            continue
+        where = assigned[computed.name] if isinstance(computed, s.Var) else computed
+        warnings.append(Diagnostic(
+            "W204", f"`{head}` may grow without end: this recursive rule computes new "
+            "values and no comparison bounds them", where.span, severity="warning",
+            notes=(Note("add a condition (such as `X < 100`), or rely on the step limits "
+                        "(--max-tuples, --max-rounds, --step-timeout)"),)))
+    return warnings

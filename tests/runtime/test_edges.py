@@ -159,3 +159,38 @@ def test_failing_bindings_blame_the_inputs_that_drove_them_in_one_pass(monkeypat
     assert [(e.code, e.binding, e.quarantined) for e in report.errors] == [
         ("E302", {"X": i, "D": 0}, (("event", "ev", (i, 0)),)) for i in range(3, 200, 10)]
     assert len(eng.rows("ok")) == 180
+
+
+RUNAWAY = "n(0).\nr1 n(Y) :- n(X), Y := X + 1.\nm(1).\nok(X) :- e[X].\n"
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    ({"max_rounds": 300}, "more than 300 rounds in one stratum"),
+    ({"max_tuples": 500}, "more than 500 new tuples in one step"),
+    ({"step_timeout": 0.3}, "the step ran longer than 0.3 s"),
+])
+def test_a_runaway_step_is_stopped_rolled_back_and_reported(options, problem) -> None:
+    eng = overlog.Engine(RUNAWAY, **options)
+    (report,) = eng.run(steps=1)
+    assert [(e.code, e.message, e.rule, e.quarantined) for e in report.errors] == [
+        ("E307", f"step limit: {problem} (rule `r1` keeps deriving `n` tuples: 1 in the "
+                 "last round)", "`r1`", (("insert", "n", (0,)), ("insert", "m", (1,))))]
+    assert (eng.rows("n"), eng.rows("m")) == ([], [])
+    eng.generate_event("e", (5,))  # the engine goes on
+    eng.run()
+    assert eng.rows("ok") == [(5,)]
+
+
+def test_limits_are_checked_at_the_boundary() -> None:
+    for options in ({"max_rounds": 0}, {"max_tuples": -1}, {"step_timeout": 0},
+                    {"max_rounds": True}):
+        with pytest.raises(ValueError):
+            overlog.Engine("p(1).", **options)
+
+
+def test_progress_is_reported_each_round() -> None:
+    seen: list[tuple[int, int, dict]] = []
+    eng = overlog.Engine("n(0).\nn(Y) :- n(X), X < 3, Y := X + 1.\n",
+                         progress=lambda *args: seen.append(args))
+    eng.run()
+    assert seen == [(1, 1, {"n": 1}), (2, 2, {"n": 1}), (3, 3, {"n": 1})]
