@@ -17,28 +17,40 @@ from contextlib import contextmanager
 MAX_NESTING = 1000
 _ROOM = 20 * MAX_NESTING  # frames: a few per level of nesting, with a wide margin
 _lock = threading.Lock()
-_active = 0  # rooms open, in any thread
-_before = 0  # the limit before the first of them
 
 
-@contextmanager
-def recursion_room() -> Iterator[None]:
+class _RecursionRoom:
     """Python's recursion limit raised to at least what ``MAX_NESTING`` needs while any room
-    is open (in any thread), then put back as it was."""
-    global _active, _before
-    with _lock:
-        if _active == 0:
-            _before = sys.getrecursionlimit()
-            if _before < _ROOM:
-                sys.setrecursionlimit(_ROOM)
-        _active += 1
-    try:
-        yield
-    finally:
+    is open (in any thread), then put back as it was. (A class, not a generator: a step
+    opens one, and steps can be a few microseconds.)"""
+
+    __slots__ = ("active", "before")
+
+    def __init__(self) -> None:
+        self.active = 0  # rooms open, in any thread
+        self.before = 0  # the limit before the first of them
+
+    def __enter__(self) -> None:
         with _lock:
-            _active -= 1
-            if _active == 0 and sys.getrecursionlimit() == _ROOM and _before < _ROOM:
-                sys.setrecursionlimit(_before)
+            if self.active == 0:
+                self.before = sys.getrecursionlimit()
+                if self.before < _ROOM:
+                    sys.setrecursionlimit(_ROOM)
+            self.active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            self.active -= 1
+            if self.active == 0 and self.before < _ROOM == sys.getrecursionlimit():
+                sys.setrecursionlimit(self.before)
+
+
+_ROOM_MANAGER = _RecursionRoom()
+
+
+def recursion_room() -> _RecursionRoom:
+    """``with recursion_room():`` lifts Python's recursion limit for the block."""
+    return _ROOM_MANAGER
 
 
 # Integer literals may have at most this many digits (E106). Python refuses to convert

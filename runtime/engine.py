@@ -314,28 +314,24 @@ class Engine:
                     break
                 except _Failure as failure:
                     store.rollback()
-                    if failure.error.code == "E307":  # past a limit: no input to single out
-                        quarantined += [(i, failure.error) for i in inputs]
-                        if not inputs:
-                            failed.append(failure.error)
-                        changes, sends = [], []
-                        break
-                    blamed = self._blame(failure, inputs)
-                    if blamed:  # the failing bindings name their inputs: no search
-                        quarantined += blamed
-                        gone = {id(i) for i, _ in blamed}
-                        inputs = [i for i in inputs if id(i) not in gone]
-                        continue
-                    culprit, failure = self._culprit(failure, inputs)
-                    if culprit is None:  # fails whatever its inputs: the step does nothing
-                        quarantined += [(i, failure.error) for i in inputs]
-                        if not inputs:
-                            failed.append(failure.error)
-                        changes, sends = [], []
-                        break
-                    else:
-                        quarantined.append((culprit, failure.error))
-                        inputs = [i for i in inputs if i is not culprit]
+                    if failure.error.code != "E307":  # past a limit: no input to single out
+                        blamed = self._blame(failure, inputs)
+                        if blamed:  # the failing bindings name their inputs: no search
+                            quarantined += blamed
+                            gone = {id(i) for i, _ in blamed}
+                            inputs = [i for i in inputs if id(i) not in gone]
+                            continue
+                        culprit, failure = self._culprit(failure, inputs)
+                        if culprit is not None:
+                            quarantined.append((culprit, failure.error))
+                            inputs = [i for i in inputs if i is not culprit]
+                            continue
+                    # it fails whatever its inputs, or ran past a limit: the step does nothing
+                    quarantined += [(i, failure.error) for i in inputs]
+                    if not inputs:
+                        failed.append(failure.error)
+                    changes, sends = [], []
+                    break
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
             store.abort_step()
             self._unstep(given)
@@ -676,6 +672,8 @@ class Engine:
             raise TypeError(f"a row is a tuple of values, not {type(row).__name__}")
         if len(row) != rel.arity:
             raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
+        if all(type(v) in _SCALARS for v in row):  # the common case, checked at once
+            return tuple(row)
         try:
             return tuple(_value(v) for v in row)
         except DeliveryError as error:
@@ -696,11 +694,16 @@ def _rule_name(rule: RulePlan) -> str:
     return f"`{rule.name}`" if rule.name else f"{rule.index + 1}"
 
 
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def _value(value: Any) -> Any:
     """A delivered value, checked: lists become tuples; anything else must be a value."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, (list, tuple)):
         return tuple(_value(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, float, str)):  # subclasses
         return value
     raise DeliveryError(f"not an Overlog value: {type(value).__name__}")
 
