@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return EXIT_USAGE
 
 
-_REENTRY = "import sys; del sys.path[0]; from overlog.cli import entry; entry()"
+_REENTRY = ("import sys; sys.path[:1] = [] if sys.path[:1] == [''] else sys.path[:1]; "
+            "from overlog.cli import entry; entry()")
 
 
 def entry() -> None:

@@ -280,7 +280,7 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
                     engine.generate_event(base, row, when=0.0)
                 else:
                     engine.insert(base, row)
-        except CsvError as error:
+        except (CsvError, UnreadableSource) as error:
             raise UsageError(str(error)) from None
 
 
@@ -312,8 +312,10 @@ def _write_output(engine, directory: str) -> None:
                     f.write(format_row(row) + "\n")
         for temporary, final in written:
             os.replace(temporary, final)
-    except OSError as error:
+    except BaseException as error:  # a full disk, or Ctrl-C: no temporary file stays
         for temporary, _ in written:
             with contextlib.suppress(OSError):
                 os.remove(temporary)
-        raise UsageError(f"-D: cannot write to {directory}: {error.strerror}") from None
+        if isinstance(error, OSError):
+            raise UsageError(f"-D: cannot write to {directory}: {error.strerror}") from None
+        raise

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from overlog.errors import ParseError
-from overlog.limits import int_from_text, int_text
+from overlog.limits import MAX_INT_DIGITS, int_from_text, int_text
 from overlog.parser import parse
 from overlog.printer import format_value
-from overlog.syntax import Const, ListExpr, Neg
+from overlog.source import read_text
+from overlog.syntax import Const, ListExpr, Neg, Var
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
@@ -32,6 +33,10 @@ _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')  # an Overlog string literal inside
 class CsvError(ValueError):
     def __init__(self, path: str, line: int, message: str) -> None:
         super().__init__(f"{path}:{line}: {message}")
+
+
+class _CellError(ValueError):
+    """A cell that cannot be read; its record says where."""
 
 
 def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[Any]]]:
@@ -67,7 +72,10 @@ def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[An
             else:
                 end = _CELL_END.search(text, i)
                 j = n if end is None else end.start()
-                cells.append(_bare(text[i:j]))
+                try:
+                    cells.append(_bare(text[i:j]))
+                except _CellError as error:
+                    raise CsvError(path, line, str(error)) from None
                 i = j
             if i >= n or text[i] in "\r\n":
                 yield start, cells
@@ -79,10 +87,13 @@ def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[An
 
 def _bare(cell: str) -> Any:
     if _INT.match(cell):
+        if len(cell) > MAX_INT_DIGITS + 1:  # converting is quadratic in the digits
+            raise _CellError(f"an integer of {len(cell.lstrip('+-')):,} digits (the limit "
+                             f"is {MAX_INT_DIGITS:,})")
         return int_from_text(cell)
     if _FLOAT.match(cell):
         return float(cell)
-    return _WORDS.get(cell, cell)
+    return _WORDS.get(cell, cell) if cell != "nan" else math.nan
 
 
 def _list_end(text: str, i: int, path: str, line: int) -> int:
@@ -115,6 +126,8 @@ def _list_value(cell: str, path: str, line: int) -> tuple:
     def value(term: object) -> Any:
         if isinstance(term, Const):
             return term.value
+        if isinstance(term, Var) and term.name == "nan":  # what format_value writes for NaN
+            return math.nan
         if isinstance(term, ListExpr):
             return tuple(value(item) for item in term.items)
         if isinstance(term, Neg) and isinstance(term.operand, Const):
@@ -125,8 +138,8 @@ def _list_value(cell: str, path: str, line: int) -> tuple:
 
 
 def read_rows(path: str, arity: int, header: bool = False) -> Iterator[tuple]:
-    with open(path, encoding="utf-8-sig", newline="") as f:  # a byte-order mark is skipped
-        text = f.read()
+    """The rows of a CSV file. Raises UnreadableSource (not UTF-8, missing) or CsvError."""
+    text = read_text(path)  # a byte-order mark is skipped
     for number, (line, row) in enumerate(parse_records(text, path)):
         if header and number == 0:
             continue
@@ -142,8 +155,10 @@ def format_cell(value: Any) -> str:
         return value if plain else '"' + value.replace('"', '""') + '"'
     if isinstance(value, tuple):
         return format_value(value)  # an Overlog list: its strings escaped, on one line
-    if isinstance(value, float) and not math.isinf(value):
+    if isinstance(value, float) and math.isfinite(value):
         return repr(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
     if isinstance(value, int) and not isinstance(value, bool):
         return int_text(value)
     return format_value(value)  # null, true, false, infinity, -infinity

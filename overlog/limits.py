@@ -1,56 +1,59 @@
 """Limits on the shape of programs, and the recursion room their deepest allowed terms need.
 
 Terms (expressions, lists, function calls) may nest at most ``MAX_NESTING`` deep; a deeper
-one is refused where it starts (E106). Within the limit, the passes that walk terms
+one is refused where it starts (E105). Within the limit, the passes that walk terms
 recursively (analysis, planning, printing, code generation) run inside ``recursion_room()``,
-which lifts Python's recursion limit for their duration: recursion in pure Python does not
-grow the C stack, and each level of nesting costs a few frames.
+which lifts Python's recursion limit for their duration: each level of nesting costs a few
+frames, well within the C stack.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import Any
 
 MAX_NESTING = 1000
 _ROOM = 20 * MAX_NESTING  # frames: a few per level of nesting, with a wide margin
 _lock = threading.Lock()
 
 
-class _RecursionRoom:
-    """Python's recursion limit raised to at least what ``MAX_NESTING`` needs while any room
-    is open (in any thread), then put back as it was. (A class, not a generator: a step
-    opens one, and steps can be a few microseconds.)"""
+class _Lift:
+    """A process-wide setting lifted to ``value`` while any holder is inside (in any thread),
+    then put back as it was, unless someone else changed it meanwhile. A class, not a
+    generator: a step opens one, and a step can take a few microseconds."""
 
-    __slots__ = ("active", "before")
+    __slots__ = ("active", "before", "get", "lifts", "put", "value")
 
-    def __init__(self) -> None:
-        self.active = 0  # rooms open, in any thread
-        self.before = 0  # the limit before the first of them
+    def __init__(self, get: Callable[[], int], put: Callable[[int], None], value: int,
+                 lifts: Callable[[int], bool]) -> None:
+        self.get, self.put, self.value, self.lifts = get, put, value, lifts
+        self.active = 0  # holders inside, in any thread
+        self.before = 0  # the setting before the first of them
 
     def __enter__(self) -> None:
         with _lock:
             if self.active == 0:
-                self.before = sys.getrecursionlimit()
-                if self.before < _ROOM:
-                    sys.setrecursionlimit(_ROOM)
+                self.before = self.get()
+                if self.lifts(self.before):
+                    self.put(self.value)
             self.active += 1
 
     def __exit__(self, *exc: object) -> None:
         with _lock:
             self.active -= 1
-            if self.active == 0 and self.before < _ROOM == sys.getrecursionlimit():
-                sys.setrecursionlimit(self.before)
+            if self.active == 0 and self.lifts(self.before) and self.get() == self.value:
+                self.put(self.before)
 
 
-_ROOM_MANAGER = _RecursionRoom()
+_RECURSION = _Lift(sys.getrecursionlimit, sys.setrecursionlimit, _ROOM,
+                   lambda limit: limit < _ROOM)
 
 
-def recursion_room() -> _RecursionRoom:
+def recursion_room() -> _Lift:
     """``with recursion_room():`` lifts Python's recursion limit for the block."""
-    return _ROOM_MANAGER
+    return _RECURSION
 
 
 # Integer literals may have at most this many digits (E106). Python refuses to convert
@@ -58,39 +61,25 @@ def recursion_room() -> _RecursionRoom:
 # within this limit, overlog converts them anyway, so that big values print.
 MAX_INT_DIGITS = 100_000
 
+_DIGITS = _Lift(getattr(sys, "get_int_max_str_digits", lambda: 0),
+                getattr(sys, "set_int_max_str_digits", lambda limit: None), 0,
+                lambda limit: limit != 0)
 
-def _unlimited_digits(convert):
-    def call(value):
-        limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
-        if not limit:
-            return convert(value)
+
+def unlimited_int_digits() -> _Lift:
+    """``with unlimited_int_digits():`` integers of any number of digits convert to and
+    from text (for output in bulk, such as JSON, where each conversion cannot be wrapped)."""
+    return _DIGITS
+
+
+def _unlimited_digits(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def call(value: Any) -> Any:
         try:
             return convert(value)
-        except ValueError:  # past the limit: lift it for this one conversion
-            with _lock:
-                sys.set_int_max_str_digits(0)
-                try:
-                    return convert(value)
-                finally:
-                    sys.set_int_max_str_digits(limit)
+        except ValueError:  # past Python's limit: lift it for this one conversion
+            with _DIGITS:
+                return convert(value)
     return call
-
-
-@contextmanager
-def unlimited_int_digits() -> Iterator[None]:
-    """Integers of any number of digits convert to and from text (for output in bulk, such
-    as JSON, where each conversion cannot be wrapped)."""
-    if not hasattr(sys, "set_int_max_str_digits"):
-        yield
-        return
-    with _lock:
-        limit = sys.get_int_max_str_digits()
-        sys.set_int_max_str_digits(0)
-    try:
-        yield
-    finally:
-        with _lock:
-            sys.set_int_max_str_digits(limit)
 
 
 int_from_text = _unlimited_digits(int)

@@ -56,7 +56,8 @@ def read_text(path: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
         raise UnreadableSource(
             f"cannot read {path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line "
             f"{line}, column {column})") from None

@@ -32,6 +32,15 @@ class PlanFailure(Exception):
         self.failures = failures or []
 
 
+class Overflow(Exception):
+    """A plan's output grew past the cap it was given (the step's tuple budget): raised
+    between seeds, so that one evaluation cannot take all the memory there is."""
+
+    def __init__(self, rows: int) -> None:
+        super().__init__(f"{rows:,} rows")
+        self.rows = rows
+
+
 class FunctionError(Exception):
     """A user function raised: ``cause`` is what it raised. Backends wrap user functions so
     that only their errors, not every exception, count as the program's."""
@@ -104,12 +113,12 @@ class Store(Protocol):
 
 
 class Evaluator(Protocol):
-    def __call__(self, seed: Iterable[tuple],
-                 exclude: Mapping[str, Set[Row]] = ...) -> Collection[Row]:
+    def __call__(self, seed: Iterable[tuple], exclude: Mapping[str, Set[Row]] = ...,
+                 cap: int = ...) -> Collection[Row]:
         """The plan's output over ``seed`` (rows of the driver's relation, seed values, or
         ignored for a ``Unit`` driver); ``old`` joins skip the rows in ``exclude``.
         A set of rows, or for a plan with an ``Aggregate``, one row per group. Raises
-        PlanFailure when an expression fails."""
+        PlanFailure when an expression fails, Overflow when the output passes ``cap``."""
 
 
 class Backend(Protocol):

@@ -257,6 +257,7 @@ class Engine:
         """Run steps until idle (no due inputs, and no timed ones), ``steps`` steps, or
         clock time ``until``. Idle with a timed input ahead, it waits on the clock (the sim
         clock jumps; a delivery ends a real wait early)."""
+        self._refuse_reentry()
         reports = []
         while steps is None or len(reports) < steps:
             if self.idle:
@@ -271,16 +272,19 @@ class Engine:
 
     def step(self) -> StepReport:
         """Run one timestep at the current clock time."""
-        if self._stepping:
-            raise RuntimeError("step() or run() called while a step runs (from a listener or "
-                               "a function of the program): queue inputs instead, with "
-                               "generate_event, insert, delete or deliver")
+        self._refuse_reentry()
         self._stepping = True
         try:
             with recursion_room():  # values may nest MAX_NESTING deep
                 return self._step()
         finally:
             self._stepping = False
+
+    def _refuse_reentry(self) -> None:
+        if self._stepping:
+            raise RuntimeError("step() or run() called while a step runs (from a listener or "
+                               "a function of the program): queue inputs instead, with "
+                               "generate_event, insert, delete or deliver")
 
     def _step(self) -> StepReport:
         if self._fixpoint is None:

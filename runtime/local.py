@@ -1,7 +1,7 @@
 """The local backend: compiles each plan to a Python function of nested loops over the local
 store's hash indexes.
 
-A prepared plan is ``run(seed, exclude={}) -> rows``: for each seed (a driver row, the values
+A prepared plan is ``run(seed, exclude={}, cap) -> rows``: for each seed (a driver row, the values
 of pre-bound variables, or once for a ``Unit`` driver) it walks the operators and collects
 the projected rows (a set; a bag, then one row per group, under an ``Aggregate``). Joins on
 the ``old`` version skip the rows in ``exclude[relation]``; ``prior`` joins also read the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
+import sys
 import threading
 import weakref
 from collections import defaultdict
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
 from overlog.limits import recursion_room
-from overlog.runtime.backend import FunctionError, PlanFailure, guard_functions
+from overlog.runtime.backend import FunctionError, Overflow, PlanFailure, guard_functions
 from overlog.runtime.builtins import aggregate, divide, remainder
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
 
@@ -160,6 +161,7 @@ class _Codegen:
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
             "PlanFailure": PlanFailure, "_failed": _failed, "FunctionError": FunctionError,
+            "Overflow": Overflow, "UNCAPPED": sys.maxsize,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
@@ -398,6 +400,7 @@ class _Codegen:
         self.emit_line("    if _e.__traceback__.tb_lineno not in BINDINGS:")
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
         self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS)")
+        self.emit_line("if len(out) > cap: raise Overflow(len(out))")
 
     def next_stage(self) -> None:
         """Python nests at most 20 blocks: a plan with more joins runs in stages, each
@@ -429,7 +432,7 @@ class _Codegen:
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
-        head = ["def run(seed, exclude=NOTHING):", *start, "    failures = None",
+        head = ["def run(seed, exclude=NOTHING, cap=UNCAPPED):", *start, "    failures = None",
                 *self.prologue]
         # by line number in the source: the user variables bound where an expression is
         # evaluated, as (Python local, name) pairs

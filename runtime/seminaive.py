@@ -22,7 +22,7 @@ from typing import Any
 
 from overlog import plan as p
 from overlog.printer import format_tuple
-from overlog.runtime.backend import Backend, Evaluator, PlanFailure, Row
+from overlog.runtime.backend import Backend, Evaluator, Overflow, PlanFailure, Row
 
 NOTHING: Mapping[str, Set[Row]] = {}
 
@@ -53,6 +53,15 @@ def _described(cause: BaseException) -> tuple[str, str]:
 
 
 @dataclass(slots=True)
+class _Budget:
+    """How many more tuples the current step may derive (its rules' evaluations are capped
+    by it)."""
+
+    max_tuples: int
+    left: int
+
+
+@dataclass(slots=True)
 class _Trigger:
     relation: str
     negated: bool
@@ -63,8 +72,11 @@ class _Trigger:
 class _Rule:
     """A rule's plans prepared on the backend, and what evaluating them needs."""
 
-    def __init__(self, plan: p.RulePlan, backend: Backend, arity: int) -> None:
+    def __init__(self, plan: p.RulePlan, backend: Backend, arity: int,
+                 budget: _Budget) -> None:
         self.plan = plan
+        self.budget = budget
+        self.name = f"rule `{plan.name}`" if plan.name else plan.label
         self.head = plan.head
         self.head_event = plan.head_event
         prepare = backend.prepare
@@ -93,7 +105,12 @@ class _Rule:
             ) -> Collection[Row]:
         """The evaluator's rows; ``source`` names the relation the seed rows come from."""
         try:
-            return evaluator(seed, exclude)
+            return evaluator(seed, exclude, self.budget.left)
+        except Overflow as overflow:
+            raise EvaluationError(
+                "E307", self.plan, f"step limit: more than {self.budget.max_tuples:,} new "
+                f"tuples in one step ({self.name} keeps deriving `{self.head}` tuples: "
+                f"{overflow.rows:,} from one evaluation)") from None
         except PlanFailure as failure:
             code, message = _described(failure.cause)
             failures = [(seed_row, *_described(cause), binding)
@@ -194,7 +211,9 @@ class Fixpoint:
         self.new_rows = 0
         self.deadline: float | None = None
         relations = plan.relations
-        self.rules = [_Rule(r, backend, relations[r.head].arity) for r in plan.rules]
+        self.budget = _Budget(self.limits.max_tuples, self.limits.max_tuples)
+        self.rules = [_Rule(r, backend, relations[r.head].arity, self.budget)
+                      for r in plan.rules]
         # each stratum's rules by role: views, event heads, aggregates
         self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
         for stratum in plan.strata:
@@ -223,6 +242,7 @@ class Fixpoint:
         self.firings = Counter()
         self.initial = initial
         self.new_rows = 0
+        self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
         for views, events, aggregates in self.strata:
@@ -446,6 +466,7 @@ class Fixpoint:
         (E307, naming the rule that added the most in the round)."""
         limits = self.limits
         self.new_rows += sum(map(len, delta.values()))
+        self.budget.left = max(0, limits.max_tuples - self.new_rows)
         problem = None
         if rounds > limits.max_rounds:
             problem = f"more than {limits.max_rounds:,} rounds in one stratum"
@@ -458,9 +479,8 @@ class Fixpoint:
         if problem is None:
             return
         busiest = max(rules, key=lambda r: len(delta.get(r.head, ())))
-        name = f"rule `{busiest.plan.name}`" if busiest.plan.name else busiest.plan.label
         raise EvaluationError(
-            "E307", busiest.plan, f"step limit: {problem} ({name} keeps deriving "
+            "E307", busiest.plan, f"step limit: {problem} ({busiest.name} keeps deriving "
             f"`{busiest.head}` tuples: {len(delta.get(busiest.head, ())):,} in the last round)")
 
     def _deferred(self) -> DeferredOutput:

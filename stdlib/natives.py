@@ -84,7 +84,7 @@ def _find(target: str, module_name: str, function: str) -> Callable:
     shown = target.partition(":")[0]
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except Exception as error:  # any failure to import is the user's to see, not a crash
         raise LookupError(f"unknown native handler `{target}`: cannot import `{shown}` "
                           f"({error})") from None
     handler = getattr(module, function, None)

@@ -350,3 +350,18 @@ def test_step_limits_from_the_command_line(tmp_path: Path) -> None:
     for flag, value in (("--max-rounds", "0"), ("--max-tuples", "-5"), ("--step-timeout", "0")):
         result = overlog("run", "runaway.olg", flag, value, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("overlog: error: --")
+
+
+def test_unreadable_facts_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "p.olg").write_text("q(X) :- link(X).\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "link.csv").write_bytes(b"1\n\xff\n")
+    result = overlog("run", "p.olg", "-F", "bad", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith("overlog: error: cannot read bad/link.csv: not UTF-8 text "
+                                  "(byte 0xff at line 2, column 1)\n")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "link.csv").mkdir()
+    result = overlog("run", "p.olg", "-F", "dir", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith("overlog: error: cannot read dir/link.csv: Is a directory\n")

@@ -19,7 +19,9 @@ PIECES = st.sampled_from(["p(1).", " q[@\"a\", -2, 3.5e2] . ", "r().", "s(X) :-"
                           "u(\"x\\ty\")." , "v(true, null, infinity, - 7).", "// c", "/* c */",
                           "w(1,", " 2).", "x(f_now()).", "y(1). z(2).", "materialize(p, 1, 1,"
                           " keys(1)).", "   ", "q(1) :- p(1).", "k(0x).", "n(" + "9" * 40 + ").",
-                          "true(1).", "e[1, 2, 3]."])
+                          "true(1).", "e[1, 2, 3].", "t(\t1,\t\"é\").", "c(1).\r",
+                          "i(-infinity, - infinity).", "s(\"a.b // c\").", "p(1). q(X) :-",
+                          "\u00a0p(1).", "d(\"\\n\")."])
 
 
 def spans(node: object) -> list:

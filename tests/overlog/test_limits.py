@@ -77,3 +77,35 @@ def test_wide_rules_plan_and_run() -> None:
     assert eng.rows("p") == []
     plan = eng.plan.rules[0].triggers[0].insert  # driven by the first atom: joins in order
     assert [op.key_terms[0].name for op in plan.operators] == [f"X{i}" for i in range(1, n)]
+
+
+def test_lifted_limits_hold_for_every_thread_inside() -> None:
+    """Threads entering and leaving the lifted limits in any order: each keeps them while
+    inside, and the last one out puts them back."""
+    import threading
+
+    from overlog.limits import recursion_room, unlimited_int_digits
+
+    before = (sys.getrecursionlimit(), sys.get_int_max_str_digits())
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(pause: float) -> None:
+        import time
+
+        try:
+            with recursion_room(), unlimited_int_digits():
+                barrier.wait()
+                time.sleep(pause)
+                str(10**5000)  # needs the digit limit lifted
+                assert sys.getrecursionlimit() >= 20 * MAX_NESTING
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i / 50,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (sys.getrecursionlimit(), sys.get_int_max_str_digits()) == before

@@ -165,16 +165,19 @@ RUNAWAY = "n(0).\nr1 n(Y) :- n(X), Y := X + 1.\nm(1).\nok(X) :- e[X].\n"
 
 
 @pytest.mark.parametrize(("options", "problem"), [
-    ({"max_rounds": 300}, "more than 300 rounds in one stratum"),
-    ({"max_tuples": 500}, "more than 500 new tuples in one step"),
-    ({"step_timeout": 0.3}, "the step ran longer than 0.3 s"),
+    ({"max_rounds": 300}, "more than 300 rounds in one stratum (rule `r1` keeps deriving `n` "
+                          "tuples: 1 in the last round)"),
+    ({"max_tuples": 500}, "more than 500 new tuples in one step (rule `r1` keeps deriving `n` "
+                          "tuples: 1 from one evaluation)"),
+    ({"step_timeout": 0.3}, "the step ran longer than 0.3 s (rule `r1` keeps deriving `n` "
+                            "tuples: 1 in the last round)"),
 ])
 def test_a_runaway_step_is_stopped_rolled_back_and_reported(options, problem) -> None:
     eng = overlog.Engine(RUNAWAY, **options)
     (report,) = eng.run(steps=1)
     assert [(e.code, e.message, e.rule, e.quarantined) for e in report.errors] == [
-        ("E307", f"step limit: {problem} (rule `r1` keeps deriving `n` tuples: 1 in the "
-                 "last round)", "`r1`", (("insert", "n", (0,)), ("insert", "m", (1,))))]
+        ("E307", f"step limit: {problem}", "`r1`",
+         (("insert", "n", (0,)), ("insert", "m", (1,))))]
     assert (eng.rows("n"), eng.rows("m")) == ([], [])
     eng.generate_event("e", (5,))  # the engine goes on
     eng.run()
@@ -194,3 +197,15 @@ def test_progress_is_reported_each_round() -> None:
                          progress=lambda *args: seen.append(args))
     eng.run()
     assert seen == [(1, 1, {"n": 1}), (2, 2, {"n": 1}), (3, 3, {"n": 1})]
+
+
+def test_one_evaluation_cannot_go_far_past_the_tuple_limit() -> None:
+    """A cross product derives its tuples in one round: the limit is checked as each
+    driving row's work ends, not only between rounds."""
+    eng = overlog.Engine("p(X, Y, Z) :- a(X), a(Y), a(Z).\n", max_tuples=1000)
+    for i in range(300):  # 27 million combinations
+        eng.insert("a", (i,))
+    (report,) = eng.run(steps=1)
+    assert [e.message for e in report.errors] == [
+        "step limit: more than 1,000 new tuples in one step (rule 1 keeps deriving `p` "
+        "tuples: 90,000 from one evaluation)"]

@@ -168,3 +168,18 @@ def test_a_bug_of_the_engine_surfaces_and_loses_nothing(monkeypatch) -> None:
     assert (report.step, report.errors, eng.rows("t")) == (1, [], [(1,), (2,)])
     eng.run()
     assert eng.rows("p") == [(2,)]
+
+
+def test_a_plan_in_stages_reports_a_failure_of_a_later_stage() -> None:
+    """A rule of 30 joins runs in stages (Python nests 20 blocks at most): a binding failing
+    in the last stage is reported with its whole binding, and its event quarantined."""
+    n = 30
+    body = ", ".join(f"e(X{i}, X{i + 1})" for i in range(n))
+    eng = overlog.Engine(f"p(Q) :- go[G], {body}, Q := G / X{n}.\n")
+    for i in range(n):
+        eng.insert("e", (i, i + 1 if i < n - 1 else 0))
+    eng.generate_event("go", (7,))
+    (report,) = eng.run(steps=1)
+    ((error),) = report.errors
+    assert (error.code, error.quarantined) == ("E302", (("event", "go", (7,)),))
+    assert error.binding == {"G": 7, **{f"X{i}": i for i in range(n)}, f"X{n}": 0}
