@@ -20,7 +20,7 @@ from overlog.limits import MAX_INT_DIGITS, int_from_text, int_text
 from overlog.parser import parse
 from overlog.printer import format_value
 from overlog.source import read_text
-from overlog.syntax import Const, ListExpr, Neg, Var
+from overlog.syntax import Const, ListExpr, Neg
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
@@ -93,7 +93,7 @@ def _bare(cell: str) -> Any:
         return int_from_text(cell)
     if _FLOAT.match(cell):
         return float(cell)
-    return _WORDS.get(cell, cell) if cell != "nan" else math.nan
+    return _WORDS.get(cell, cell)
 
 
 def _list_end(text: str, i: int, path: str, line: int) -> int:
@@ -126,8 +126,6 @@ def _list_value(cell: str, path: str, line: int) -> tuple:
     def value(term: object) -> Any:
         if isinstance(term, Const):
             return term.value
-        if isinstance(term, Var) and term.name == "nan":  # what format_value writes for NaN
-            return math.nan
         if isinstance(term, ListExpr):
             return tuple(value(item) for item in term.items)
         if isinstance(term, Neg) and isinstance(term.operand, Const):
@@ -157,8 +155,6 @@ def format_cell(value: Any) -> str:
         return format_value(value)  # an Overlog list: its strings escaped, on one line
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
-    if isinstance(value, float) and math.isnan(value):
-        return "nan"
     if isinstance(value, int) and not isinstance(value, bool):
         return int_text(value)
     return format_value(value)  # null, true, false, infinity, -infinity

@@ -25,17 +25,19 @@ from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.analysis.catalog import NATIVE_HANDLER, PERIODIC
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.printer import format_statement
+from overlog.values import internal
+
+_PLAIN = frozenset({int, str, type(None)})  # constants kept as they are
 
 
 def lower(term: s.Term) -> p.Expr:
     """An AST term as a plan expression."""
     if type(term) is s.Const:  # the most common term (facts are made of them)
-        return p.Const(value=term.value)
+        value = term.value
+        return p.Const(value=value if value.__class__ in _PLAIN else internal(value))
     match term:
         case s.Var(name=name):
             return p.Var(name=name)
-        case s.Const(value=value):
-            return p.Const(value=value)
         case s.BinOp(op=op, left=left, right=right, span=span):
             return p.Arith(op=op, left=lower(left), right=lower(right), span=span)
         case s.Neg(operand=operand, span=span):

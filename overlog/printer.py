@@ -6,6 +6,7 @@ import math
 
 from overlog import syntax as s
 from overlog.limits import int_text
+from overlog.values import FALSE, TRUE
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -15,9 +16,9 @@ def format_value(value: object) -> str:
     """A runtime value as an Overlog literal."""
     if value is None:
         return "null"
-    if value is True:
+    if value is True or value is TRUE:
         return "true"
-    if value is False:
+    if value is False or value is FALSE:
         return "false"
     if isinstance(value, float):
         if math.isinf(value):

@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from typing import TYPE_CHECKING, Any, Protocol
 
 from overlog.plan import Expr, Plan
+from overlog.runtime.builtins import ValueFault
+from overlog.values import internal, python
 
 if TYPE_CHECKING:
     from overlog.analysis import Relation
@@ -140,15 +142,22 @@ BackendFactory = Callable[["Mapping[str, Relation]", Mapping[str, Callable], Col
 
 def guard_functions(functions: Mapping[str, Callable], user: Collection[str],
                     ) -> dict[str, Callable]:
-    """``functions`` with each user function wrapped so that what it raises becomes a
-    FunctionError (an error of the program), distinct from a bug of the engine's."""
+    """``functions`` with each user function wrapped: it is called with plain Python values
+    and its result becomes a value (``overlog.values``); what it raises, or a result that is
+    not a value, becomes a FunctionError (an error of the program), distinct from a bug of
+    the engine's."""
 
     def guarded(name: str, fn: Callable) -> Callable:
         def call(*args: Any) -> Any:
             try:
-                return fn(*args)
+                result = fn(*(python(a) for a in args))
             except Exception as error:
                 raise FunctionError(name, error) from error
+            try:
+                return internal(result)
+            except (TypeError, ValueError) as error:
+                raise FunctionError(name, ValueFault(f"the result of {name}: {error}")) \
+                    from None
         return call
 
     return {name: guarded(name, fn) if name in user else fn for name, fn in functions.items()}

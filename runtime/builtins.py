@@ -1,8 +1,11 @@
-"""Built-in functions and arithmetic with Overlog semantics.
+"""Built-in functions and arithmetic with Overlog semantics (docs/language.md, "Values").
 
-Lists are Python tuples. Integer division and remainder of two ints stay integral and
-truncate toward zero (P2); dividing by zero raises ZeroDivisionError, reported as a runtime
-error of the step.
+Values are in the engine's representation (``overlog.values``). Arithmetic takes numbers
+(``+`` also joins two strings); an int and a float give a float; integer division and
+remainder of two ints stay integral and truncate toward zero (P2). A type mismatch, a result
+that is not a number (``infinity - infinity``) or a division by zero raises, and the step
+reports it (E301, E302). The plan code does int-with-int arithmetic inline and calls these
+for everything else.
 """
 
 from __future__ import annotations
@@ -13,27 +16,73 @@ from collections.abc import Callable
 from typing import Any
 
 from overlog.printer import format_value
+from overlog.values import FALSE, NUMBERS, TRUE, IntFloat, number, type_name
 
 
-def _is_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+class ValueFault(ArithmeticError):
+    """An expression applied to values it does not take; the message is the whole report."""
+
+
+def _result(value: Any, op: str, a: Any, b: Any) -> Any:
+    if value.__class__ is float:
+        if value.is_integer():
+            return IntFloat(value)
+        if value != value:
+            raise ValueFault(f"{format_value(a)} {op} {format_value(b)} is not a number")
+    return value
+
+
+def _numbers(a: Any, b: Any, verb: str) -> None:
+    if a.__class__ not in NUMBERS or b.__class__ not in NUMBERS:
+        raise ValueFault(verb.format(type_name(a), type_name(b)))
+
+
+def add(a: Any, b: Any) -> Any:
+    if a.__class__ is str and b.__class__ is str:
+        return a + b
+    _numbers(a, b, "cannot add {} and {}")
+    return _result(a + b, "+", a, b)
+
+
+def subtract(a: Any, b: Any) -> Any:
+    _numbers(a, b, "cannot subtract {1} from {0}")
+    return _result(a - b, "-", a, b)
+
+
+def multiply(a: Any, b: Any) -> Any:
+    _numbers(a, b, "cannot multiply {} by {}")
+    return _result(a * b, "*", a, b)
+
+
+def negate(a: Any) -> Any:
+    if a.__class__ not in NUMBERS:
+        raise ValueFault(f"cannot negate {type_name(a)}")
+    return -a if a.__class__ is not IntFloat else IntFloat(-a)
 
 
 def divide(a: Any, b: Any) -> Any:
-    if b == 0:
+    _numbers(a, b, "cannot divide {} by {}")
+    if not b:
         raise ZeroDivisionError("division by zero")
-    if _is_int(a) and _is_int(b):
+    if a.__class__ is int and b.__class__ is int:
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
-    return a / b
+    return _result(a / b, "/", a, b)
 
 
 def remainder(a: Any, b: Any) -> Any:
-    if b == 0:
+    _numbers(a, b, "cannot take the remainder of {} by {}")
+    if not b:
         raise ZeroDivisionError("division by zero (remainder)")
-    if _is_int(a) and _is_int(b):
+    if a.__class__ is int and b.__class__ is int:
         return a - b * divide(a, b)
-    return math.fmod(a, b)
+    if math.isinf(a):
+        raise ValueFault(f"{format_value(a)} % {format_value(b)} is not a number")
+    return _result(math.fmod(a, b), "%", a, b)
+
+
+ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    "+": add, "-": subtract, "*": multiply, "/": divide, "%": remainder}
 
 
 def tostr(value: Any) -> str:
@@ -68,8 +117,8 @@ def f_size(value: Any) -> int:
 def make_functions(now: Callable[[], float], rng: random.Random) -> dict[str, Callable]:
     """The built-in function table of one engine (f_now and f_rand read its clock and seed)."""
     return {
-        "f_now": now,
-        "f_rand": rng.random,
+        "f_now": lambda: number(float(now())),
+        "f_rand": lambda: number(rng.random()),
         "f_concat": f_concat,
         "f_size": f_size,
         "f_tostr": tostr,
@@ -77,7 +126,7 @@ def make_functions(now: Callable[[], float], rng: random.Random) -> dict[str, Ca
         "f_max": max,
         "f_cons": lambda x, items: (x, *_list("f_cons", items)),
         "f_append": lambda items, x: (*_list("f_append", items), x),
-        "f_member": lambda items, x: x in _list("f_member", items),
+        "f_member": lambda items, x: TRUE if x in _list("f_member", items) else FALSE,
         "f_car": lambda items: _nonempty("f_car", items)[0],
         "f_cdr": lambda items: _nonempty("f_cdr", items)[1:],
         "f_last": lambda items: _nonempty("f_last", items)[-1],
@@ -86,15 +135,24 @@ def make_functions(now: Callable[[], float], rng: random.Random) -> dict[str, Ca
 
 def aggregate(func: str, values: list[Any]) -> Any:
     """An aggregate over the bag of a group's bindings (``values`` holds the argument of each
-    binding; ``None`` for ``count<*>``)."""
+    binding; ``None`` for ``count<*>``). ``sum`` and ``avg`` take numbers; ``min`` and
+    ``max`` any values that compare."""
     if func == "count":
         return len(values)
-    if func == "sum":
-        return sum(values)
     if func == "min":
         return min(values)
     if func == "max":
         return max(values)
+    for value in values:
+        if value.__class__ not in NUMBERS:
+            raise ValueFault(f"{func}<> of {type_name(value)} values")
+    total = sum(values)
     if func == "avg":
-        return sum(values) / len(values)
-    raise ValueError(f"unknown aggregate {func}")
+        total /= len(values)
+    elif func != "sum":
+        raise ValueError(f"unknown aggregate {func}")
+    if total.__class__ is float:
+        if total != total:
+            raise ValueFault(f"the {func} of infinity and -infinity is not a number")
+        return number(total)
+    return total

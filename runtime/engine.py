@@ -37,6 +37,7 @@ from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES, EvaluationError, Fixpoint, Limits
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
+from overlog.values import NotAValue, internal, internal_row, python, python_row
 
 ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
@@ -177,9 +178,11 @@ class Engine:
         if phase == "pre" and not rel.event:
             raise ValueError("phase='pre' listeners see input events; "
                              f"`{relation}` is persistent")
-        if pattern is not None and len(pattern) != rel.arity:
-            raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
-                             f"{rel.arity}")
+        if pattern is not None:
+            if len(pattern) != rel.arity:
+                raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
+                                 f"{rel.arity}")
+            pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
 
     registerListener = register_listener
@@ -221,7 +224,11 @@ class Engine:
         if not isinstance(row, (tuple, list)) or len(row) != rel.arity:
             raise DeliveryError(f"`{relation}` has {rel.arity} fields; got "
                                 f"{len(row) if isinstance(row, (tuple, list)) else row!r}")
-        self._inbox.put(kind, relation, tuple(_value(v) for v in row))
+        try:
+            values = internal_row(row)
+        except (TypeError, ValueError) as error:
+            raise DeliveryError(str(error)) from None
+        self._inbox.put(kind, relation, values)
         self.clock.wake()
 
     def register_function(self, name: str, fn: Callable) -> None:
@@ -357,7 +364,7 @@ class Engine:
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
-            error.quarantined += ((kind, relation, row),)
+            error.quarantined += ((kind, relation, python_row(row)),)
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))
         seen = set()
@@ -392,7 +399,8 @@ class Engine:
                     binding: dict | None = None) -> StepError:
         return StepError(code, message, step=self.step_count, time=self.now, path=self.path,
                          rule=_rule_name(rule) if rule else None,
-                         span=rule.span if rule else None, binding=binding)
+                         span=rule.span if rule else None,
+                         binding={name: python(value) for name, value in (binding or {}).items()})
 
     @staticmethod
     def _blame(failure: _Failure, inputs: list[tuple[str, str, Row]],
@@ -488,6 +496,7 @@ class Engine:
         for kind, relation, row in inputs:
             if kind != "event":
                 continue
+            row = python_row(row)
             for listener in pre:
                 if listener.relation == relation and matches(listener.pattern, row):
                     try:
@@ -676,12 +685,12 @@ class Engine:
             raise TypeError(f"a row is a tuple of values, not {type(row).__name__}")
         if len(row) != rel.arity:
             raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
-        if all(type(v) in _SCALARS for v in row):  # the common case, checked at once
-            return tuple(row)
         try:
-            return tuple(_value(v) for v in row)
-        except DeliveryError as error:
+            return internal_row(row)
+        except NotAValue as error:
             raise TypeError(f"`{rel.name}`: {error}") from None
+        except ValueError as error:
+            raise ValueError(f"`{rel.name}`: {error}") from None
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
@@ -696,20 +705,6 @@ def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
 
 def _rule_name(rule: RulePlan) -> str:
     return f"`{rule.name}`" if rule.name else f"{rule.index + 1}"
-
-
-_SCALARS = frozenset({int, float, str, bool, type(None)})
-
-
-def _value(value: Any) -> Any:
-    """A delivered value, checked: lists become tuples; anything else must be a value."""
-    if type(value) in _SCALARS:
-        return value
-    if isinstance(value, (list, tuple)):
-        return tuple(_value(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str)):  # subclasses
-        return value
-    raise DeliveryError(f"not an Overlog value: {type(value).__name__}")
 
 
 __all__ = ["ANY", "Engine", "StepReport"]

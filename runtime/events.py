@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from overlog.values import same
+
 if TYPE_CHECKING:
     from overlog.plan import ProgramPlan
 
@@ -38,10 +40,12 @@ ANY = _Any()
 
 
 def matches(pattern: tuple | None, row: tuple) -> bool:
+    """Whether a row (of plain Python values) matches a listener's pattern: each field ANY or
+    the same value (same type: ``1`` does not match ``1.0`` or ``True``)."""
     if pattern is None:
         return True
     return len(pattern) == len(row) and all(
-        p is ANY or p == v for p, v in zip(pattern, row, strict=True))
+        p is ANY or same(p, v) for p, v in zip(pattern, row, strict=True))
 
 
 @dataclass(frozen=True, slots=True)

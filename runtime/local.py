@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from overlog import plan as p
 from overlog.limits import recursion_room
 from overlog.runtime.backend import FunctionError, Overflow, PlanFailure, guard_functions
-from overlog.runtime.builtins import aggregate, divide, remainder
+from overlog.runtime.builtins import ARITHMETIC, aggregate, negate
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
 
 if TYPE_CHECKING:
@@ -91,19 +91,15 @@ def _value(expr: p.Expr, functions: Mapping[str, Callable]) -> Any:
         case p.Const(value=value):
             return value
         case p.Arith(op=op, left=left, right=right):
-            return _ARITHMETIC[op](_value(left, functions), _value(right, functions))
+            return ARITHMETIC[op](_value(left, functions), _value(right, functions))
         case p.Negate(operand=operand):
-            return -_value(operand, functions)
+            return negate(_value(operand, functions))
         case p.Call(function=function, args=args):
             return functions[function](*(_value(a, functions) for a in args))
         case p.MakeList(items=items):
             return tuple(_value(i, functions) for i in items)
     raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
 
-
-_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": divide, "%": remainder}
 
 _users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it
 _lock = threading.RLock()  # reentrant: a finalizer may run while it is held
@@ -142,13 +138,15 @@ def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:
     try:
         return [(*key[:position], aggregate(function, values), *key[position:])
                 for key, values in bags.items()]
-    except TypeError as error:
+    except EXPRESSION_ERRORS as error:
         raise PlanFailure(error, {}) from error
 
 
 HOIST = 40  # nesting of generated expressions past which a subexpression is hoisted
 STAGE_LOOPS = 12  # joins nested in one stage of a plan (Python allows 20 nested blocks)
 SMALL = 10**15  # integers written into generated source; larger ones are constants
+# the helper doing each operator's arithmetic where it is not int with int
+_HELPERS = {"+": "_plus", "-": "_minus", "*": "_times", "/": "_div", "%": "_mod"}
 
 
 class _Codegen:
@@ -158,7 +156,8 @@ class _Codegen:
         self.plan = plan
         self.store = store
         self.namespace: dict[str, Any] = {
-            "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_div": divide, "_mod": remainder,
+            "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_neg": negate,
+            **{_HELPERS[op]: fn for op, fn in ARITHMETIC.items()},
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
             "PlanFailure": PlanFailure, "_failed": _failed, "FunctionError": FunctionError,
             "Overflow": Overflow, "UNCAPPED": sys.maxsize,
@@ -229,18 +228,16 @@ class _Codegen:
             case p.Var(name=name):
                 return self.var(name), 0
             case p.Const(value=value):
-                if (isinstance(value, (str, bool)) or value is None
-                        or (isinstance(value, int) and -SMALL < value < SMALL)):
+                if (value.__class__ is str or value is None
+                        or (value.__class__ is int and -SMALL < value < SMALL)):
                     return repr(value), 0
                 return self.const(value), 0
             case p.Arith(op=op, left=left, right=right):
                 (a, da), (b, db) = self._expr(left), self._expr(right)
-                text = (f"_div({a}, {b})" if op == "/" else f"_mod({a}, {b})" if op == "%"
-                        else f"({a} {op} {b})")
-                depth = max(da, db) + 1
+                text, depth = self.arith(op, ((left, a), (right, b))), max(da, db) + 1
             case p.Negate(operand=operand):
                 text, depth = self._expr(operand)
-                text, depth = f"(-{text})", depth + 1
+                text, depth = self.arith("-", ((operand, text),)), depth + 1
             case p.Call(function=function, args=args):
                 parts = [self._expr(a) for a in args]
                 text = f"F_{function}({', '.join(part for part, _ in parts)})"
@@ -256,6 +253,31 @@ class _Codegen:
             self.emit_line(f"{temp} = {text}", True)
             return temp, 0
         return text, depth
+
+    def arith(self, op: str, operands: tuple[tuple[p.Expr, str], ...]) -> str:
+        """Python for an operator (one operand: negation): int with int inline, anything
+        else through the helper that gives it Overlog's meaning (``runtime/builtins.py``).
+        An operand that is not a variable or a literal is evaluated once, into a temporary."""
+        helper = "_neg" if len(operands) == 1 else _HELPERS[op]
+        if op in "/%" or any(isinstance(term, p.Const) and term.value.__class__ is not int
+                             for term, _ in operands):
+            return f"{helper}({', '.join(text for _, text in operands)})"
+        tests, names = [], []
+        for term, text in operands:
+            if isinstance(term, p.Const):  # an int
+                names.append(text)
+                continue
+            if not isinstance(term, p.Var):
+                temp = self.name("_t")
+                text, term_test = temp, f"({temp} := {text})"
+            else:
+                term_test = text
+            names.append(text)
+            tests.append(f"{term_test}.__class__")
+        inline = f"{op}{names[0]}" if len(names) == 1 else f"{names[0]} {op} {names[1]}"
+        if not tests:
+            return f"({inline})"
+        return f"({inline} if {' is '.join(tests)} is int else {helper}({', '.join(names)}))"
 
     def tuple_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return self.expr(p.MakeList(items=terms))

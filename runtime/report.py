@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
-from typing import Any
 
 from overlog.errors import OverlogError
 from overlog.printer import format_tuple
 from overlog.runtime.events import Outbound
+from overlog.values import python_row, sort_key
 
 Row = tuple
 
@@ -59,28 +59,14 @@ class StepReport:
         return self._all("deleted")
 
 
-def sort_key(value: Any) -> tuple:
-    """A total order over Overlog values (for deterministic output)."""
-    if value is None:
-        return (0, 0)
-    if isinstance(value, bool):
-        return (1, value)
-    if isinstance(value, (int, float)):
-        return (2, value)
-    if isinstance(value, str):
-        return (3, value)
-    if isinstance(value, tuple):
-        return (4, tuple(sort_key(v) for v in value))
-    return (5, repr(value))
-
-
 def sorted_rows(rows: Iterable[Row]) -> list[Row]:
+    """Rows in the total order of values, as the plain Python values users see."""
     rows = list(rows)  # an iterator would be spent by a first, failed attempt
     try:
         rows.sort()  # same-typed columns: the common, fast case
     except TypeError:
         rows.sort(key=lambda row: tuple(sort_key(v) for v in row))
-    return rows
+    return [python_row(row) for row in rows]
 
 
 def sorted_tuples(relation: str, rows: Iterable[Row]) -> list[str]:

@@ -23,6 +23,8 @@ from typing import Any
 from overlog import plan as p
 from overlog.printer import format_tuple
 from overlog.runtime.backend import Backend, Evaluator, Overflow, PlanFailure, Row
+from overlog.runtime.builtins import ValueFault
+from overlog.values import comparison_error
 
 NOTHING: Mapping[str, Set[Row]] = {}
 
@@ -49,6 +51,12 @@ def _described(cause: BaseException) -> tuple[str, str]:
     """The code and message of what an expression raised."""
     if isinstance(cause, ZeroDivisionError):
         return "E302", str(cause)
+    if isinstance(cause, ValueFault):
+        return "E301", str(cause)
+    if isinstance(cause, TypeError):
+        unordered = comparison_error(str(cause))
+        if unordered is not None:
+            return "E301", unordered
     return "E301", f"{type(cause).__name__}: {cause}"
 
 

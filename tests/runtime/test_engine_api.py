@@ -128,7 +128,7 @@ def test_type_error_names_rule_and_binding() -> None:
     eng.generate_event("v", (1,))
     report = eng.step()
     assert [e.code for e in report.errors] == ["E301"]
-    assert report.errors[0].message == 'TypeError: can only concatenate str (not "int") to str'
+    assert report.errors[0].message == 'cannot add string and int'
     assert report.errors[0].rule == "`r1`"
     eng.run()
     assert eng.rows("r") == [(2,)]

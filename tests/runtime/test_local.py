@@ -120,7 +120,7 @@ def test_errors_outside_expressions_are_not_the_programs(backend: LocalBackend) 
         run([(2, 3)], {"b": 5})
     with pytest.raises(PlanFailure) as caught:  # 2 + "x": the expression's error
         run([(2, 3)])
-    assert isinstance(caught.value.cause, TypeError)
+    assert isinstance(caught.value.cause, builtins.ValueFault)
     assert caught.value.binding == {"X": 2, "Y": 3, "Z": "x"}
 
 
