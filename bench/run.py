@@ -93,6 +93,22 @@ def _bad_events(count: int, bad_every: int) -> tuple[float, int]:
     return seconds, len(engine.store.rows("ok"))
 
 
+def _key_conflicts(count: int, bad_every: int) -> tuple[float, int]:
+    """Seconds to run a step of ``count`` events writing a keyed table, of which every
+    ``bad_every``-th writes a key an earlier one wrote (a key conflict, quarantined)."""
+    from overlog import Engine
+
+    engine = Engine("materialize(owner, infinity, infinity, keys(1)).\n"
+                    "owner(K, V) :- buy[K, V].\n")
+    for i in range(count):
+        engine.generate_event("buy", (i - 1 if bad_every and i % bad_every == 1 else i, i))
+    start = time.perf_counter()
+    reports = engine.run()
+    seconds = time.perf_counter() - start
+    assert sum(len(r.errors) for r in reports) == (count // bad_every if bad_every else 0)
+    return seconds, len(engine.store.rows("owner"))
+
+
 def _plan_wide(atoms: int) -> tuple[float, int]:
     """Seconds to compile (check and plan) one rule of ``atoms`` body atoms."""
     from overlog import compile_program
@@ -214,6 +230,10 @@ def cases(quick: bool) -> dict[str, dict]:
             "overlog": lambda: _bad_events(n_events, 0)},
         f"{n_events:,} events in a step, 10% failing (quarantined)": {
             "overlog": lambda: _bad_events(n_events, 10)},
+        f"{n_events:,} events writing a keyed table in a step, none conflicting": {
+            "overlog": lambda: _key_conflicts(n_events, 0)},
+        f"{n_events:,} events writing a keyed table in a step, 10% key conflicts": {
+            "overlog": lambda: _key_conflicts(n_events, 10)},
         "planning a rule of 100 body atoms (operators in its plans)": {
             "overlog": lambda: _plan_wide(100)},
         "planning a rule of 300 body atoms (operators in its plans)": {

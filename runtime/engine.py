@@ -14,6 +14,7 @@ input that made it fail is quarantined (reported, then delivered as
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -388,7 +389,7 @@ class Engine:
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
-                initial=self.step_count == 1))
+                initial=self.step_count == 1), inputs)
         except EvaluationError as error:
             drivers = [(error.source, row, self._step_error(code, message, error.rule, binding))
                        for row, code, message, binding in error.failures]
@@ -506,21 +507,68 @@ class Engine:
                             "E304", f"pre listener on `{relation}` raised "
                             f"{type(error).__name__}: {error}")) from error
 
-    def _commit(self, deferred) -> tuple[list, list]:
+    def _conflict(self, conflicts: dict[tuple[str, Any], dict[Row, RulePlan]],
+                  inputs: list[tuple[str, str, Row]]) -> _Failure:
+        """The failure of a step that wrote two rows to one key (E303): for each key, the
+        row of the earliest input stands, and the inputs that derived the others are to
+        blame, each with its own error, where the writing rules show which input rows of
+        their triggers derived what, a different one for each row; otherwise the step
+        bisects."""
+
+        def error(rule: RulePlan, rows: tuple[Row, Row]) -> StepError:
+            first, second = sorted_tuples(rule.head, rows)
+            return self._step_error("E303", f"key conflict: {first} and {second} written to "
+                                    "the same key in one step", rule)
+
+        first, (second, rule) = itertools.islice(next(iter(conflicts.values())).items(), 2)
+        failure = _Failure(error(rule, (first[0], second)))
+        position = {(relation, row): i for i, (_, relation, row) in reversed(
+            list(enumerate(inputs)))}
+        by_rule: dict[RulePlan, list[Row]] = {}
+        for rows in conflicts.values():
+            for row, rule in rows.items():
+                by_rule.setdefault(rule, []).append(row)
+        derived_from: dict[tuple[int, Row], list[int]] = {}
+        for rule, written in by_rule.items():
+            found = self._fixpoint.sources(rule, written)  # type: ignore[union-attr]
+            for row in written:
+                places = [position.get(source) for source in (found or {}).get(row, ())]
+                if not places or None in places:
+                    return failure  # not all from inputs: bisect
+                derived_from[(rule.index, row)] = sorted(places)  # type: ignore[arg-type]
+        blamed: dict[int, StepError] = {}
+        for rows in conflicts.values():
+            places = {row: derived_from[(rule.index, row)] for row, rule in rows.items()}
+            kept = min(places, key=lambda row: places[row][0])
+            for row, rule in rows.items():
+                if row == kept:
+                    continue
+                if set(places[row]) & set(places[kept]):
+                    return failure  # one input derives both: the rows it joined decide
+                for place in places[row]:
+                    blamed.setdefault(place, error(rule, (kept, row)))
+        failure.drivers = [(inputs[place][1], inputs[place][2], blamed[place])
+                           for place in sorted(blamed)]
+        return failure
+
+    def _commit(self, deferred, inputs: list[tuple[str, str, Row]]) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
         Deletions come first, then writes (with key replacement when applied)."""
         store = self.store
         writes: dict[tuple[str, Any], Row] = {}
+        writers: dict[tuple[str, Any], RulePlan] = {}
+        conflicts: dict[tuple[str, Any], dict[Row, RulePlan]] = {}
         for rule, row in deferred.writes:
             keys = self.relations[rule.head].keys
             key = (rule.head, tuple(row[k] for k in keys))
             other = writes.get(key)
-            if other is not None and other != row:
-                first, second = sorted_tuples(rule.head, (other, row))
-                raise _Failure(self._step_error(
-                    "E303", f"key conflict: {first} and {second} written to the same key in "
-                    "one step", rule))
+            if other is None:
+                writers[key] = rule
+            elif other != row:
+                conflicts.setdefault(key, {other: writers[key]}).setdefault(row, rule)
             writes[key] = row
+        if conflicts:
+            raise self._conflict(conflicts, inputs)
         changes: list[tuple[str, str, Row]] = []
         deleted: set[tuple[str, Row]] = set()
         for rule, row in deferred.deletes:

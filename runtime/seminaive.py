@@ -515,6 +515,26 @@ class Fixpoint:
         return out
 
 
+    def sources(self, plan: p.RulePlan, rows: Collection[Row],
+                ) -> dict[Row, list[tuple[str, Row]]] | None:
+        """Which rows of its triggers derive each of ``rows``, written by the deferred rule
+        ``plan`` in this step's deferred output: (relation, row) each, found by running its
+        plans on one trigger row at a time. None when that cannot tell (the rule aggregates,
+        or fires at the first step with no trigger row)."""
+        rule = next(r for r in self.deferred if r.plan is plan)
+        if rule.aggregation is not None or (self.initial and rule.start is not None):
+            return None
+        wanted = set(rows)
+        found: defaultdict[Row, list[tuple[str, Row]]] = defaultdict(list)
+        new = {t.relation: self.store.added(t.relation) for t in rule.triggers}
+        for trigger in rule.triggers:
+            for seed in new[trigger.relation]:
+                for row in rule.run(trigger.insert, (seed,), new, trigger.relation):
+                    if row in wanted:
+                        found[row].append((trigger.relation, seed))
+        return found
+
+
 def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) -> None:
     """Collect a rule's output of a round (the first batch is kept as it is)."""
     if not rows:

@@ -161,6 +161,46 @@ def test_failing_bindings_blame_the_inputs_that_drove_them_in_one_pass(monkeypat
     assert len(eng.rows("ok")) == 180
 
 
+def test_key_conflicts_blame_the_later_inputs_in_one_pass(monkeypatch) -> None:
+    """Writes to one key from several events: the earliest event's row stands and every
+    event that wrote another row is quarantined at once, each with its own error (an event
+    writing the kept row again is not); no search over prefixes of the inputs."""
+    eng = overlog.Engine("materialize(owner, infinity, infinity, keys(1)).\n"
+                         "owner(T, P) :- buy[T, P].\nowner(T, P) :- gift[P, T].\n")
+    for i in range(100):
+        eng.generate_event("buy", (i % 25, f"p{i}" if i % 50 else "x"))
+    eng.generate_event("gift", ("x", 0))  # the same row as buy[0, "x"]: no conflict
+    eng.generate_event("gift", ("y", 1))  # a second writer of key 1, after buy[1, "p1"]
+    searched = []
+    monkeypatch.setattr(eng, "_culprit", lambda *a: searched.append(a))
+    (report, _) = eng.run()
+    assert searched == []
+    blamed = [(e.code, e.quarantined[0][1:]) for e in report.errors]
+    assert blamed == [*(("E303", ("buy", (i % 25, f"p{i}"))) for i in range(25, 100)
+                        if i != 50), ("E303", ("gift", ("y", 1)))]
+    assert report.errors[0].message == ('key conflict: owner(0, "p25") and owner(0, "x") '
+                                        'written to the same key in one step')
+    assert report.errors[-1].message == ('key conflict: owner(1, "p1") and owner(1, "y") '
+                                         'written to the same key in one step')
+    assert eng.rows("owner") == [(0, "x"), *((i, f"p{i}") for i in range(1, 25))]
+
+
+def test_a_conflict_no_trigger_explains_is_bisected() -> None:
+    """Both writes come from the one tick event (joined with rows inserted in the same
+    step): the trigger does not tell them apart, so the step searches its inputs and blames
+    the one whose arrival made the conflict."""
+    eng = overlog.Engine("materialize(owner, infinity, infinity, keys(1)).\n"
+                         "owner(T, P) :- tick[_], want(T, P).\n"
+                         "want(T, P) :- wish(T, P).\n")
+    eng.insert("wish", (1, "a"))
+    eng.insert("wish", (1, "b"))
+    eng.generate_event("tick", (0,))
+    (report, *_) = eng.run()
+    assert [(e.code, e.quarantined) for e in report.errors] == [
+        ("E303", (("insert", "wish", (1, "b")),))]
+    assert eng.rows("owner") == [(1, "a")]
+
+
 RUNAWAY = "n(0).\nr1 n(Y) :- n(X), Y := X + 1.\nm(1).\nok(X) :- e[X].\n"
 
 
