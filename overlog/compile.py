@@ -46,7 +46,7 @@ def apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:
                 if node.name in defines else node
         if isinstance(node, s.Assign):  # the assigned variable is not a value
             return replace(node, expr=substitute(node.expr))
-        if isinstance(node, (s.Agg, s.Const, s.Wildcard)):
+        if isinstance(node, (s.Agg, s.Const, s.Wildcard, s.FactRows)):
             return node
         changes = {}
         for f in fields(node):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 
@@ -39,7 +40,7 @@ def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Progra
     ``fast_facts=False`` parses everything with lark (tests compare the two)."""
     source = Source(text, path)
     stripped = strip_comments(source)
-    facts: list[s.Fact] = []
+    facts: list[s.FactRows] = []
     if fast_facts:
         stripped, facts = _take_facts(stripped)
     try:
@@ -70,8 +71,9 @@ def _too_deep(statements: list[s.Statement]) -> s.Term | None:
     """The first term nested deeper than MAX_NESTING (counted without recursion)."""
     stack: list[tuple[object, int]] = [
         (statement, 0) for statement in reversed(statements)
-        if not (isinstance(statement, s.Fact)  # a fact of literals: nothing nested
-                and all(type(a) is s.Const for a in statement.atom.args))]
+        if not isinstance(statement, s.FactRows)  # facts of literals: nothing nested
+        and not (isinstance(statement, s.Fact)
+                 and all(type(a) is s.Const for a in statement.atom.args))]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, _TERMS):
@@ -101,48 +103,78 @@ _STRINGS = re.compile(r'"([^"\\\n]|\\.)*"')
 _TERMINATOR = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
 
 
-def _take_facts(text: str) -> tuple[str, list[s.Fact]]:
-    """The facts standing alone on a line, read directly, and the text with those lines
-    blanked (so every other position stays where it was)."""
+def _take_facts(text: str) -> tuple[str, list[s.FactRows]]:
+    """The facts standing alone on a line, read directly (runs of one relation and shape as
+    one FactRows), and the text with those lines blanked (so every other position stays
+    where it was). A line like the one before is matched whole by a pattern made for that
+    kind of line; any other goes through ``_fact``."""
     lines = text.split("\n")
-    facts = []
+    runs: list[tuple[tuple, list[tuple], list[tuple[int, ...]]]] = []
+    run = None  # the run the next fact line may extend
+    pattern: _LinePattern | None = None  # for lines like the last fact's
     open_statement = False  # the text so far ends inside a statement
     for number, line in enumerate(lines, start=1):
-        fact = None if open_statement else _fact(line, number)
+        fact = None
+        if not open_statement:
+            if pattern is not None:
+                fact = pattern.read(line, number)
+            if fact is None:
+                fact = _fact(line, number)
+                pattern = None if fact is None else _line_pattern(*fact[0][:3], fact[3])
         if fact is not None:
-            facts.append(fact)
+            shape, row, place = fact[:3]
+            if run is None or run[0] != shape:
+                run = (shape, [], [])
+                runs.append(run)
+            run[1].append(row)
+            run[2].append(place)
             lines[number - 1] = " " * len(line)
             continue
+        if line and not line.isspace():
+            run = None  # a statement between facts ends their run
         unquoted = _STRINGS.sub(lambda m: "x" * len(m.group()), line)
         ends = [m.end() for m in _TERMINATOR.finditer(unquoted)]
         rest = unquoted[ends[-1]:] if ends else unquoted
         open_statement = bool(rest.strip()) or (open_statement and not ends)
+    facts = [s.FactRows(name=name, event=event, locs=locs, rows=tuple(rows),
+                        places=tuple(places),
+                        span=Span(places[0][0], places[0][1], places[0][0], places[0][3]))
+             for (name, event, locs, _), rows, places in runs]
     return "\n".join(lines), facts
 
 
-def _fact(line: str, number: int) -> s.Fact | None:
-    """The fact a line holds, if it is one fact of literals and nothing else."""
+_BUILT_IN = {"periodic", "error", "registerNativeEventHandler"}  # facts the analysis inspects
+# the group of _ARGUMENT that matched: the kind of literal
+_REAL, _INTEGER, _INFINITY, _STRING, _WORD = 3, 4, 5, 6, 7
+
+
+def _fact(line: str, number: int) -> tuple[tuple, tuple, tuple[int, ...], tuple[int, ...]] | None:
+    """(shape, values, places, kinds) of the fact a line holds, if it is one fact of literals
+    and nothing else (see FactRows); None otherwise, and for what the parser must report."""
     head = _FACT_HEAD.match(line)
-    if head is None or head.group(1) in _KEYWORDS or head.group(1).startswith("f_"):
+    if head is None:
+        return None
+    name = head.group(1)
+    if name in _KEYWORDS or name in _BUILT_IN or name.startswith("f_"):
         return None
     event = head.group(2) == "["
     close = "]" if event else ")"
-    args: list[s.Term] = []
-    locs: list[int] = []
+    values: list[object] = []
+    columns: list[int] = []
+    kinds: list[int] = []
+    locs: tuple[int, ...] = ()
     position = head.end()
     if (empty := _EMPTY[close].match(line, position)) is not None:
         position = empty.end()
     else:
         while True:
             found = _ARGUMENT.match(line, position)
-            if found is None:
-                return None
-            term = _literal(found, number)
-            if term is None:
+            if found is None or not _literal(found, values, columns, kinds):
                 return None
             if found.group(1):
-                locs.append(len(args))
-            args.append(term)
+                if locs or type(values[-1]) is not str:
+                    return None  # two `@`, or one on a non-address: the analysis says so
+                locs = (len(values) - 1,)
             position = found.end()
             if found.group(8) != ",":
                 if found.group(8) != close:
@@ -152,33 +184,95 @@ def _fact(line: str, number: int) -> s.Fact | None:
     if end is None:
         return None
     start = head.start(1) + 1
-    atom = s.Atom(name=head.group(1), args=tuple(args), event=event, locs=tuple(locs),
-                  span=Span(number, start, number, position))
     dot = line.index(".", position) + 1
-    return s.Fact(atom=atom, span=Span(number, start, number, dot))
+    return ((name, event, locs, len(values)), tuple(values),
+            (number, start, position, dot, *columns), tuple(kinds))
 
 
-def _literal(found: re.Match, number: int) -> s.Const | None:
+def _literal(found: re.Match, values: list[object], columns: list[int],
+             kinds: list[int]) -> bool:
+    """Append the value an argument holds, its first and end column and its kind; False
+    for one the parser must read (escapes) or report (too many digits)."""
     _, minus, real, integer, _, string, word, _ = found.groups()
     if integer is not None:
         if len(integer) > MAX_INT_DIGITS:
-            return None  # the parser reports it
+            return False
         value: object = int(integer) if len(integer) < 4000 else int_from_text(integer)
-        group = 4
+        group = _INTEGER
     elif string is not None:
         if "\\" in string:
-            return None  # escapes: the parser reads them (and reports bad ones)
-        value, group = string[1:-1], 6
+            return False
+        value, group = string[1:-1], _STRING
     elif real is not None:
-        value, group = float(real), 3
+        value, group = float(real), _REAL
     elif word is not None:
-        value, group = _LITERAL_WORDS[word], 7
+        value, group = _LITERAL_WORDS[word], _WORD
     else:
-        value, group = math.inf, 5
+        value, group = math.inf, _INFINITY
     if minus:
         value = -value  # type: ignore[operator]
-    first = found.start(2) if minus else found.start(group)
-    return s.Const(value=value, span=Span(number, first + 1, number, found.end(group)))
+    values.append(value)
+    columns.append((found.start(2) if minus else found.start(group)) + 1)
+    columns.append(found.end(group))
+    kinds.append(group)
+    return True
+
+
+_B = r"[ \t\r\f\v]*"
+_KIND_PATTERNS = {  # (minus, literal) of each kind, as _ARGUMENT has them
+    _REAL: rf"(-{_B})?([0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)",
+    _INTEGER: rf"(-{_B})?([0-9]+)",
+    _INFINITY: rf"(-{_B})?(infinity)(?![A-Za-z0-9_])",
+    _STRING: r'()("[^"\\\n]*")',
+    _WORD: r"()(true|false|null)(?![A-Za-z0-9_])"}
+
+
+class _LinePattern:
+    """Reads, in one match, a fact line with the same relation, shape and kinds of literal
+    as a given one: what ``_fact`` reads, faster (a function written for those kinds)."""
+
+    def __init__(self, name: str, event: bool, locs: tuple[int, ...],
+                 kinds: tuple[int, ...]) -> None:
+        opening, closing = ("\\[", "\\]") if event else ("\\(", "\\)")
+        args = f"{_B},".join(_B + ("@" + _B if i in locs else "") + _KIND_PATTERNS[kind]
+                             for i, kind in enumerate(kinds))
+        regex = re.compile(rf"{_B}({name}){_B}{opening}{args}{_B}({closing}){_B}(\.){_B}\Z")
+        # group 1: the name; 2 + 2i and 3 + 2i: argument i's minus and literal; then the
+        # closing bracket and the dot
+        body, values, columns = [], [], []
+        for i, kind in enumerate(kinds):
+            minus, literal = 2 + 2 * i, 3 + 2 * i
+            text = f"g[{literal - 1}]"
+            body.append({_INTEGER: f"v{i} = int({text}) if len({text}) < 4000 else None",
+                         _STRING: f"v{i} = {text}[1:-1]",
+                         _REAL: f"v{i} = float({text})",
+                         _WORD: f"v{i} = WORDS[{text}]",
+                         _INFINITY: f"v{i} = INF"}[kind])
+            if kind == _INTEGER:
+                body.append(f"if v{i} is None: return None  # _fact reads or refuses it")
+            if kind in (_STRING, _WORD):
+                columns += [f"r[{literal}][0] + 1", f"r[{literal}][1]"]
+            else:
+                body.append(f"if g[{minus - 1}]: v{i} = -v{i}")
+                columns += [f"(r[{minus}] if g[{minus - 1}] else r[{literal}])[0] + 1",
+                            f"r[{literal}][1]"]
+            values.append(f"v{i}")
+        after = 2 + 2 * len(kinds)
+        source = "\n".join([
+            "def read(line, number):",
+            "    m = match(line)",
+            "    if m is None: return None",
+            "    g, r = m.groups(), m.regs",
+            *(f"    {line}" for line in body),
+            f"    return SHAPE, ({''.join(v + ', ' for v in values)}), (number, r[1][0] + 1, "
+            f"r[{after}][1], r[{after + 1}][1], {', '.join(columns)})"])
+        namespace = {"match": regex.match, "WORDS": _LITERAL_WORDS, "INF": math.inf,
+                     "SHAPE": (name, event, locs, len(kinds))}
+        exec(source, namespace)
+        self.read: Callable[[str, int], tuple | None] = namespace["read"]
+
+
+_line_pattern = cache(_LinePattern)
 
 
 # --- comments ---------------------------------------------------------------------------------
@@ -190,15 +284,15 @@ def strip_comments(source: Source) -> str:
     out: list[str] | None = None  # made on the first comment
     i, n = 0, len(text)
     while i < n:
-        found = _COMMENT_OR_STRING.search(text, i)
-        if found is None:
+        i = _NO_COMMENT.match(text, i).end()  # type: ignore[union-attr]
+        if i >= n:
             break
-        i = found.start()
+        if text[i] == '"':  # an unterminated string: the lexer reports it
+            i = _STRING_BODY.match(text, i + 1).end() + 1  # type: ignore[union-attr]
+            continue
         if out is None:
             out = list(text)
-        if found.group() == '"':  # skip a string literal; the lexer reports it if unterminated
-            i = _STRING_BODY.match(text, i + 1).end() + 1  # type: ignore[union-attr]
-        elif found.group() == "//":
+        if text.startswith("//", i):
             end = text.find("\n", i)
             end = n if end < 0 else end
             out[i:end] = " " * (end - i)
@@ -230,7 +324,9 @@ def strip_comments(source: Source) -> str:
     return text if out is None else "".join(out)
 
 
-_COMMENT_OR_STRING = re.compile(r'"|//|/\*')
+# text up to the next comment, string literals included (in C: a program of facts has a
+# string on every line)
+_NO_COMMENT = re.compile(r'(?:"(?:[^"\\\n]|\\[\s\S])*+"|[^"/]++|/(?![/*]))*+')
 _STRING_BODY = re.compile(r'(?:[^"\\\n]|\\[\s\S])*')
 
 

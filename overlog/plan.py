@@ -316,6 +316,17 @@ class FactPlan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FactRowsPlan:
+    """Facts of literals of one relation (a FactRows): their rows, in the engine's values."""
+
+    relation: str
+    event: bool
+    location: int | None
+    rows: tuple[tuple, ...]
+    span: Span | None = _span  # the first fact's
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NativeHandler:
     """``registerNativeEventHandler[relation, target]``: ``target`` is "module:function"."""
 
@@ -330,7 +341,7 @@ class ProgramPlan:
     relations: Mapping[str, Relation]
     rules: tuple[RulePlan, ...]
     strata: tuple[StratumPlan, ...]
-    facts: tuple[FactPlan, ...]
+    facts: tuple[FactPlan | FactRowsPlan, ...]  # in program order
     timers: tuple[tuple[float, float], ...]  # (period, count) of each distinct periodic
     handlers: tuple[NativeHandler, ...]
     watched: tuple[str, ...]

@@ -25,7 +25,7 @@ from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.analysis.catalog import NATIVE_HANDLER, PERIODIC
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.printer import format_statement
-from overlog.values import internal
+from overlog.values import internal, internal_row
 
 _PLAIN = frozenset({int, str, type(None)})  # constants kept as they are
 
@@ -396,13 +396,20 @@ def _timers(program: s.Program) -> tuple[tuple[float, float], ...]:
 def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
     program = checked.program
     facts = tuple(
+        p.FactRowsPlan(relation=f.name, event=f.event,
+                       location=f.locs[0] if f.locs else None,
+                       rows=tuple(map(internal_row, f.rows)), span=f.span)
+        if isinstance(f, s.FactRows) else
         p.FactPlan(relation=f.atom.name, event=f.atom.event,
                    location=f.atom.locs[0] if f.atom.locs else None,
                    values=tuple(lower(a) for a in f.atom.args), span=f.span)
-        for f in program.facts if f.atom.name != NATIVE_HANDLER)
+        for f in program.statements
+        if isinstance(f, s.FactRows) or (isinstance(f, s.Fact)
+                                         and f.atom.name != NATIVE_HANDLER))
     calls = tuple((node.name, node.span) for statement in program.statements
-                  if not (isinstance(statement, s.Fact)  # values only: no call
-                          and all(type(a) is s.Const for a in statement.atom.args))
+                  if not isinstance(statement, s.FactRows)  # values only: no call
+                  and not (isinstance(statement, s.Fact)
+                           and all(type(a) is s.Const for a in statement.atom.args))
                   for node in s.walk(statement)
                   if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
     return p.ProgramPlan(
@@ -414,5 +421,6 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
         handlers=tuple(p.NativeHandler(relation=f.atom.args[0].value,  # type: ignore
                                        target=f.atom.args[1].value,  # type: ignore
                                        span=f.atom.args[1].span)
-                       for f in program.facts if f.atom.name == NATIVE_HANDLER),
+                       for f in program.statements
+                       if isinstance(f, s.Fact) and f.atom.name == NATIVE_HANDLER),
         watched=checked.watched, calls=calls, checked=checked)

@@ -112,6 +112,8 @@ def format_statement(statement: s.Statement) -> str:
             return f"{prefix}{format_atom(head)} :- {literals}."
         case s.Fact(atom=atom):
             return f"{format_atom(atom)}."
+        case s.FactRows():
+            return "\n".join(format_statement(fact) for fact in statement.facts())
         case s.Materialize(name=name, lifetime=lifetime, size=size, keys=keys):
             key_text = ", ".join(str(k) for k in keys)
             return (f"materialize({name}, {format_bound(lifetime)}, {format_bound(size)}, "

@@ -183,13 +183,52 @@ class Watch:
     span: Span | None = _span
 
 
-Statement = Union[Rule, Fact, Materialize, Watch]  # noqa: UP007
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class FactRows:
+    """Facts of literals of one relation and one shape, one a line, with nothing but blank
+    lines between them: the parser's compact form of them (a program of facts loads as fast
+    as a CSV file). ``rows`` holds their values (Python values, as in ``Const``); ``places``
+    each fact's line, first column, columns after its atom and after its dot, then the
+    first and end column of each value. ``facts()`` gives them as Fact nodes, and they are
+    equal to those. The parser keeps built-in relations, several or misplaced `@` out."""
+
+    name: str
+    event: bool
+    locs: tuple[int, ...]  # at most one, on a string
+    rows: tuple[tuple, ...]
+    places: tuple[tuple[int, ...], ...]
+    span: Span | None = _span  # the first fact's
+
+    @property
+    def arity(self) -> int:
+        return len(self.rows[0])
+
+    def atom_span(self, index: int) -> Span:
+        line, column, atom_end = self.places[index][:3]
+        return Span(line, column, line, atom_end)
+
+    def facts(self) -> tuple[Fact, ...]:
+        found = []
+        for row, place in zip(self.rows, self.places, strict=True):
+            line, column, atom_end, dot_end = place[:4]
+            args = tuple(Const(value=value, span=Span(line, place[4 + 2 * i], line,
+                                                      place[5 + 2 * i]))
+                         for i, value in enumerate(row))
+            atom = Atom(name=self.name, args=args, event=self.event, locs=self.locs,
+                        span=Span(line, column, line, atom_end))
+            found.append(Fact(atom=atom, span=Span(line, column, line, dot_end)))
+        return tuple(found)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+Statement = Union[Rule, Fact, FactRows, Materialize, Watch]  # noqa: UP007
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Program:
+    """A parsed program. Equality compares the statements with each FactRows as its facts."""
+
     statements: tuple[Statement, ...]
-    path: str = field(default="<input>", compare=False)
+    path: str = "<input>"
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -197,7 +236,20 @@ class Program:
 
     @property
     def facts(self) -> tuple[Fact, ...]:
-        return tuple(s for s in self.statements if isinstance(s, Fact))
+        """Every fact, FactRows given one by one (slow for big programs: read the
+        statements)."""
+        return tuple(f for s in self.statements if isinstance(s, (Fact, FactRows))
+                     for f in (s.facts() if isinstance(s, FactRows) else (s,)))
+
+    def expanded(self) -> tuple[Statement, ...]:
+        """The statements, each FactRows as its facts."""
+        return tuple(f for s in self.statements
+                     for f in (s.facts() if isinstance(s, FactRows) else (s,)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Program) and self.expanded() == other.expanded()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 Node = Union[Term, Literal, Statement, Program]  # noqa: UP007
@@ -207,7 +259,10 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def children(node: object) -> Iterator[object]:
-    """The direct child nodes of an AST node, in source order."""
+    """The direct child nodes of an AST node, in source order (a FactRows: its facts)."""
+    if type(node) is FactRows:
+        yield from node.facts()
+        return
     names = _FIELDS.get(type(node))
     if names is None:
         names = _FIELDS[type(node)] = tuple(

@@ -28,7 +28,7 @@ from overlog.diagnostics import Diagnostic
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.limits import recursion_room
-from overlog.plan import Const, FactPlan, ProgramPlan, RulePlan, expr_calls
+from overlog.plan import Const, FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
 from overlog.runtime.backend import BackendFactory, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -674,17 +674,24 @@ class Engine:
 
     def _load_facts(self) -> None:
         for fact in self.plan.facts:
-            if all(type(value) is Const for value in fact.values):  # most facts: values
-                row = tuple(value.value for value in fact.values)  # type: ignore[union-attr]
+            if isinstance(fact, FactRowsPlan):
+                rows: Sequence[Row] = fact.rows
+            elif all(type(value) is Const for value in fact.values):  # values only
+                rows = (tuple(value.value for value in fact.values),)  # type: ignore[union-attr]
             else:
-                row = self._fact_row(fact)
-            if fact.location is not None and row[fact.location] != self.address:
-                self._outbox.append(Outbound(row[fact.location], fact.relation,
-                                             "event" if fact.event else "insert", row))
-            elif fact.event:
-                self.queue.push(0.0, fact.relation, row)
+                rows = (self._fact_row(fact),)
+            location, relation = fact.location, fact.relation
+            if location is not None:
+                here = [row for row in rows if row[location] == self.address]
+                self._outbox += [Outbound(row[location], relation,
+                                          "event" if fact.event else "insert", python_row(row))
+                                 for row in rows if row[location] != self.address]
+                rows = here
+            if fact.event:
+                for row in rows:
+                    self.queue.push(0.0, relation, row)
             else:
-                self.pending.append(("insert", fact.relation, row))
+                self.pending += [("insert", relation, row) for row in rows]
 
     def _fact_row(self, fact: FactPlan) -> Row:
         """The values of a fact whose arguments are expressions."""

@@ -59,7 +59,8 @@ def analyze(program: s.Program, source: Source,
 
 
 def _unfed_relations(program: s.Program, relations: dict[str, Relation]) -> list[Diagnostic]:
-    written = {f.atom.name for f in program.facts}
+    written = {st.atom.name if isinstance(st, s.Fact) else st.name
+               for st in program.statements if isinstance(st, (s.Fact, s.FactRows))}
     written |= {r.head.name for r in program.rules if not r.delete}
     reported: set[str] = set()
     warnings = []

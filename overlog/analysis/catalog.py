@@ -62,6 +62,10 @@ def _uses(program: s.Program) -> list[_Use]:
     for statement in program.statements:
         if isinstance(statement, s.Fact):
             uses.append(_use(statement.atom, "fact"))
+        elif isinstance(statement, s.FactRows):  # one shape: its first fact says all
+            uses.append(_Use(statement.name, statement.arity, statement.event,
+                             statement.atom_span(0), "fact",
+                             statement.locs[0] if statement.locs else None))
         elif isinstance(statement, s.Rule):
             uses.append(_use(statement.head, "head"))
             for literal in statement.body:

@@ -1,15 +1,19 @@
-"""Facts standing alone on a line are read without the LALR parser: the program, every node's
-span, and every error must be what the parser alone gives."""
+"""Facts standing alone on a line are read without the LALR parser (runs of them as FactRows):
+the program, every node's span (FactRows given as their facts), and every error must be what
+the parser alone gives."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overlog.errors import ParseError
+from overlog import compile_program
+from overlog import syntax as s
+from overlog.errors import ParseError, SemanticError
 from overlog.parser import parse
 from overlog.printer import format_program
 from tests.overlog.strategies import programs
@@ -47,7 +51,8 @@ def same(text: str) -> None:
     assert fast == slow, text
     if isinstance(fast, str):
         return
-    assert spans(fast) == spans(slow), text
+    assert ([spans(st) for st in fast.expanded()]  # type: ignore[union-attr]
+            == [spans(st) for st in slow.expanded()]), text  # type: ignore[union-attr]
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -66,3 +71,27 @@ def test_goldens_and_examples_parse_alike() -> None:
     paths = [*(ROOT / "programs").glob("*.olg"), *(ROOT / "tests" / "golden").glob("*/*.olg")]
     for path in sorted(paths):
         same(path.read_text(encoding="utf-8"))
+
+
+def test_runs_of_facts_are_one_node_and_the_same_program() -> None:
+    text = ('p(1, "a").\np(2, "b")  .\n\n  p(-3, "c").\np(4.5, "d").\np(5, "e\\n").\n'
+            'p(6, "f").\nq[@"n", true].\nq[@"m", null].\np(7, "g").\nr(X) :- p(X, _).\n'
+            'p(8, "h").\n')
+    program = parse(text)
+    runs = [(st.name, st.rows, [place[0] for place in st.places])
+            for st in program.statements if isinstance(st, s.FactRows)]
+    assert runs == [
+        ("p", ((1, "a"), (2, "b"), (-3, "c"), (4.5, "d")), [1, 2, 4, 5]),
+        ("p", ((6, "f"),), [7]),  # after a fact the parser reads (an escape)
+        ("q", (("n", True), ("m", None)), [8, 9]),
+        ("p", ((7, "g"),), [10]),
+        ("p", ((8, "h"),), [12])]
+    same(text)
+
+
+def test_a_run_of_facts_is_checked_as_one() -> None:
+    """A problem all facts of a run share is reported once, at the first."""
+    with pytest.raises(SemanticError) as caught:
+        compile_program("q(X) :- p[X].\np(1).\np(2).\np(3, 4).\n", "t.olg")
+    assert [(d.code, d.span.line) for d in caught.value.diagnostics] == [
+        ("E202", 2), ("E202", 4)]
