@@ -13,6 +13,7 @@ from overlog.parser import parse
 from overlog.plan import ProgramPlan
 from overlog.planner import plan_program
 from overlog.source import Source
+from overlog.values import internal
 
 NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or LookupError
 
@@ -30,6 +31,11 @@ def compile_program(source: str, path: str | None = None,
     that owns handlers supplies it; without it only the form is checked).
     """
     path = path or "<input>"
+    for name, value in (defines or {}).items():
+        try:
+            internal(value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"define {name}: {error}") from None
     program = parse(source, path)
     with recursion_room():  # terms may nest MAX_NESTING deep
         if defines:

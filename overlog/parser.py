@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args
@@ -36,7 +37,8 @@ def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Progra
     """Parse an Overlog program. Raises ParseError (one diagnostic: the first syntax error).
 
     A line holding just a fact of literals (``link("a", "b", 3).``) is read directly, not by
-    the LALR parser (10 MB of facts would take minutes): the same nodes, with the same spans.
+    the LALR parser (10 MB of facts would take minutes), and consecutive ones of a relation
+    and shape make one FactRows: the same facts, with the same spans.
     ``fast_facts=False`` parses everything with lark (tests compare the two)."""
     source = Source(text, path)
     stripped = strip_comments(source)
@@ -106,12 +108,14 @@ _TERMINATOR = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
 def _take_facts(text: str) -> tuple[str, list[s.FactRows]]:
     """The facts standing alone on a line, read directly (runs of one relation and shape as
     one FactRows), and the text with those lines blanked (so every other position stays
-    where it was). A line like the one before is matched whole by a pattern made for that
-    kind of line; any other goes through ``_fact``."""
+    where it was). Once two lines in a row have the same relation, shape and kinds of
+    literal, a pattern made for that kind of line matches the next ones whole; any other
+    line goes through ``_fact``."""
     lines = text.split("\n")
     runs: list[tuple[tuple, list[tuple], list[tuple[int, ...]]]] = []
     run = None  # the run the next fact line may extend
-    pattern: _LinePattern | None = None  # for lines like the last fact's
+    pattern: _LinePattern | None = None  # for lines like the last two facts
+    last = None  # (shape, kinds) of the last fact ``_fact`` read
     open_statement = False  # the text so far ends inside a statement
     for number, line in enumerate(lines, start=1):
         fact = None
@@ -120,7 +124,10 @@ def _take_facts(text: str) -> tuple[str, list[s.FactRows]]:
                 fact = pattern.read(line, number)
             if fact is None:
                 fact = _fact(line, number)
-                pattern = None if fact is None else _line_pattern(*fact[0][:3], fact[3])
+                like = None if fact is None else (fact[0], fact[3])
+                pattern = (_line_pattern(*like[0][:3], like[1])
+                           if like is not None and like == last else None)
+                last = like
         if fact is not None:
             shape, row, place = fact[:3]
             if run is None or run[0] != shape:
@@ -272,7 +279,7 @@ class _LinePattern:
         self.read: Callable[[str, int], tuple | None] = namespace["read"]
 
 
-_line_pattern = cache(_LinePattern)
+_line_pattern = lru_cache(maxsize=64)(_LinePattern)
 
 
 # --- comments ---------------------------------------------------------------------------------
@@ -325,8 +332,11 @@ def strip_comments(source: Source) -> str:
 
 
 # text up to the next comment, string literals included (in C: a program of facts has a
-# string on every line)
-_NO_COMMENT = re.compile(r'(?:"(?:[^"\\\n]|\\[\s\S])*+"|[^"/]++|/(?![/*]))*+')
+# string on every line); possessive where Python has it (3.11), which keeps no backtracking
+# state: five times faster
+NO_COMMENT_310 = r'(?:"(?:[^"\\\n]|\\[\s\S])*"|[^"/]+|/(?![/*]))*'  # the same, backtracking
+_NO_COMMENT = re.compile(r'(?:"(?:[^"\\\n]|\\[\s\S])*+"|[^"/]++|/(?![/*]))*+'
+                         if sys.version_info >= (3, 11) else NO_COMMENT_310)
 _STRING_BODY = re.compile(r'(?:[^"\\\n]|\\[\s\S])*')
 
 

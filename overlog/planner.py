@@ -27,14 +27,11 @@ from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.printer import format_statement
 from overlog.values import internal, internal_row
 
-_PLAIN = frozenset({int, str, type(None)})  # constants kept as they are
-
 
 def lower(term: s.Term) -> p.Expr:
     """An AST term as a plan expression."""
     if type(term) is s.Const:  # the most common term (facts are made of them)
-        value = term.value
-        return p.Const(value=value if value.__class__ in _PLAIN else internal(value))
+        return p.Const(value=internal(term.value))
     match term:
         case s.Var(name=name):
             return p.Var(name=name)
@@ -383,14 +380,15 @@ def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
 
 def _timers(program: s.Program) -> tuple[tuple[float, float], ...]:
     """(period, count) of every distinct periodic atom in the program's rule bodies."""
-    found: dict[tuple[float, float], None] = {}
+    found: dict[tuple, tuple[float, float]] = {}
     for rule in program.rules:
         for literal in rule.body:
             if isinstance(literal, s.Atom) and literal.name == PERIODIC:
                 period = literal.args[2].value  # type: ignore[union-attr]
                 count = literal.args[3].value if literal.arity == 4 else math.inf  # type: ignore
-                found[(period, count)] = None
-    return tuple(found)
+                # typed: periods 1 and 1.0 are two timers, as they are two values
+                found.setdefault((type(period), period, type(count), count), (period, count))
+    return tuple(found.values())
 
 
 def plan_program(checked: CheckedProgram) -> p.ProgramPlan:

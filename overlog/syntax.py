@@ -189,8 +189,9 @@ class FactRows:
     lines between them: the parser's compact form of them (a program of facts loads as fast
     as a CSV file). ``rows`` holds their values (Python values, as in ``Const``); ``places``
     each fact's line, first column, columns after its atom and after its dot, then the
-    first and end column of each value. ``facts()`` gives them as Fact nodes, and they are
-    equal to those. The parser keeps built-in relations, several or misplaced `@` out."""
+    first and end column of each value. ``facts()`` gives them as Fact nodes (programs are
+    compared so: ``Program.__eq__``). The parser keeps built-in relations, several or
+    misplaced `@` out."""
 
     name: str
     event: bool

@@ -24,12 +24,11 @@ class ValueFault(ArithmeticError):
 
 
 def _result(value: Any, op: str, a: Any, b: Any) -> Any:
-    if value.__class__ is float:
-        if value.is_integer():
-            return IntFloat(value)
-        if value != value:
-            raise ValueFault(f"{format_value(a)} {op} {format_value(b)} is not a number")
-    return value
+    if value.__class__ is not float:
+        return value
+    if value != value:
+        raise ValueFault(f"{format_value(a)} {op} {format_value(b)} is not a number")
+    return number(value)
 
 
 def _numbers(a: Any, b: Any, verb: str) -> None:

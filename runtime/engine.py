@@ -18,7 +18,6 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
@@ -449,7 +448,7 @@ class Engine:
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store
-        for (kind, relation), run in groupby(inputs, key=itemgetter(0, 1)):
+        for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
             rows = [row for _, _, row in run]
             if kind == "event":  # distinct already: events are sets within a step
                 if len(rows) == 1:
@@ -509,11 +508,13 @@ class Engine:
 
     def _conflict(self, conflicts: dict[tuple[str, Any], dict[Row, RulePlan]],
                   inputs: list[tuple[str, str, Row]]) -> _Failure:
-        """The failure of a step that wrote two rows to one key (E303): for each key, the
-        row of the earliest input stands, and the inputs that derived the others are to
-        blame, each with its own error, where the writing rules show which input rows of
-        their triggers derived what, a different one for each row; otherwise the step
-        bisects."""
+        """The failure of a step that wrote two rows to one key (E303). Where the writing
+        rules show which input rows of their triggers derived each conflicting row (the
+        trigger row, not rows it joined), the inputs are taken in queue order, as the step
+        would have met them: an input whose row clashes with one an earlier, unblamed input
+        wrote is to blame, with its own error; the others' rows stand. Otherwise (a row not
+        derived from inputs, or one input deriving two rows for one key, which rows it
+        joined decide) the step bisects."""
 
         def error(rule: RulePlan, rows: tuple[Row, Row]) -> StepError:
             first, second = sorted_tuples(rule.head, rows)
@@ -524,29 +525,32 @@ class Engine:
         failure = _Failure(error(rule, (first[0], second)))
         position = {(relation, row): i for i, (_, relation, row) in reversed(
             list(enumerate(inputs)))}
-        by_rule: dict[RulePlan, list[Row]] = {}
-        for rows in conflicts.values():
+        written: dict[int, tuple[RulePlan, list[tuple[Any, Row]]]] = {}  # by rule index
+        for key, rows in conflicts.items():
             for row, rule in rows.items():
-                by_rule.setdefault(rule, []).append(row)
-        derived_from: dict[tuple[int, Row], list[int]] = {}
-        for rule, written in by_rule.items():
-            found = self._fixpoint.sources(rule, written)  # type: ignore[union-attr]
-            for row in written:
+                written.setdefault(rule.index, (rule, []))[1].append((key, row))
+        by_input: dict[int, dict[Any, tuple[Row, RulePlan]]] = {}
+        for rule, pairs in written.values():
+            found = self._fixpoint.sources(rule, [row for _, row in pairs])  # type: ignore
+            for key, row in pairs:
                 places = [position.get(source) for source in (found or {}).get(row, ())]
                 if not places or None in places:
                     return failure  # not all from inputs: bisect
-                derived_from[(rule.index, row)] = sorted(places)  # type: ignore[arg-type]
+                for place in places:
+                    mine = by_input.setdefault(place, {})  # type: ignore[arg-type]
+                    if mine.setdefault(key, (row, rule))[0] != row:
+                        return failure  # one input, two rows for one key: bisect
+        standing: dict[Any, Row] = {}
         blamed: dict[int, StepError] = {}
-        for rows in conflicts.values():
-            places = {row: derived_from[(rule.index, row)] for row, rule in rows.items()}
-            kept = min(places, key=lambda row: places[row][0])
-            for row, rule in rows.items():
-                if row == kept:
-                    continue
-                if set(places[row]) & set(places[kept]):
-                    return failure  # one input derives both: the rows it joined decide
-                for place in places[row]:
-                    blamed.setdefault(place, error(rule, (kept, row)))
+        for place in sorted(by_input):
+            mine = by_input[place]
+            clash = next(((standing[key], row, rule) for key, (row, rule) in mine.items()
+                          if standing.get(key, row) != row), None)
+            if clash is not None:
+                blamed[place] = error(clash[2], clash[:2])
+            else:
+                for key, (row, _) in mine.items():
+                    standing.setdefault(key, row)
         failure.drivers = [(inputs[place][1], inputs[place][2], blamed[place])
                            for place in sorted(blamed)]
         return failure

@@ -514,7 +514,6 @@ class Fixpoint:
             target.extend((rule.plan, row) for row in dict.fromkeys(rows))
         return out
 
-
     def sources(self, plan: p.RulePlan, rows: Collection[Row],
                 ) -> dict[Row, list[tuple[str, Row]]] | None:
         """Which rows of its triggers derive each of ``rows``, written by the deferred rule

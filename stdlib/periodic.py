@@ -23,7 +23,7 @@ def install(engine: EventAPI) -> None:
     if not schedule:
         return
     ids = itertools.count(1)
-    fired: dict[tuple[float, float], int] = {}
+    fired: dict[tuple, int] = {}  # typed (Period, Count) -> firings seen
     due: dict[int, float] = {}  # firing id -> when it was due (until it is seen)
 
     def fire(timer: tuple[float, float], when: float) -> None:
@@ -35,10 +35,11 @@ def install(engine: EventAPI) -> None:
     def rearm(event: tuple) -> None:
         timer = (event[2], event[3])
         when = due.pop(event[1], None)
-        if event[0] != engine.address or timer not in fired or when is None:
+        key = _typed(timer)
+        if event[0] != engine.address or key not in fired or when is None:
             return
-        fired[timer] += 1
-        if fired[timer] < timer[1]:
+        fired[key] += 1
+        if fired[key] < timer[1]:
             fire(timer, when + timer[0])
 
     def rearm_quarantined(error: tuple) -> None:
@@ -47,7 +48,13 @@ def install(engine: EventAPI) -> None:
             rearm(row)
 
     for timer in schedule:
-        fired[timer] = 0
+        fired[_typed(timer)] = 0
         fire(timer, engine.now + timer[0])
     engine.register_listener(RELATION, None, rearm)
     engine.register_listener(ERROR, None, rearm_quarantined)
+
+
+def _typed(timer: tuple[float, float]) -> tuple:
+    """A timer as a key that keeps Period 1 and 1.0 apart (two timers, as two values)."""
+    period, count = timer
+    return (type(period), period, type(count), count)

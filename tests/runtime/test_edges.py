@@ -249,3 +249,17 @@ def test_one_evaluation_cannot_go_far_past_the_tuple_limit() -> None:
     assert [e.message for e in report.errors] == [
         "step limit: more than 1,000 new tuples in one step (rule 1 keeps deriving `p` "
         "tuples: 90,000 from one evaluation)"]
+
+
+def test_an_input_whose_rival_was_blamed_stands() -> None:
+    """Inputs are taken in queue order: the second transfer clashes with the first at `b`
+    and is quarantined; the third then clashes with nothing that stands, and takes effect."""
+    eng = overlog.Engine("materialize(bal, infinity, infinity, keys(1)).\n"
+                         "bal(A, X) :- xfer[A, B, X, Y].\nbal(B, Y) :- xfer[A, B, X, Y].\n")
+    for row in [("a", "b", 1, 2), ("b", "c", 3, 4), ("c", "d", 5, 6)]:
+        eng.generate_event("xfer", row)
+    (report, *_) = eng.run()
+    assert [(e.message, e.quarantined) for e in report.errors] == [
+        ('key conflict: bal("b", 2) and bal("b", 3) written to the same key in one step',
+         (("event", "xfer", ("b", "c", 3, 4)),))]
+    assert eng.rows("bal") == [("a", 1), ("b", 2), ("c", 5), ("d", 6)]

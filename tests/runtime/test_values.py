@@ -289,3 +289,20 @@ def test_arithmetic_follows_the_model(op: str, pairs: list) -> None:
     assert {(tagged(row[0]), tagged(row[1])) for e in report.errors
             for _, _, row in e.quarantined} == refused
     assert all(e.code in ("E301", "E302") for e in report.errors)
+
+
+def test_timers_of_period_1_and_1_0_are_two() -> None:
+    engine = Engine("a(N, E) :- periodic[@N, E, 1].\nb(N, E) :- periodic[@N, E, 1.0].\n")
+    engine.run(until=3)
+    assert engine.plan.timers == ((1, math.inf), (1.0, math.inf))
+    assert len(engine.rows("a")) == len(engine.rows("b")) == 3
+
+
+@pytest.mark.parametrize(("value", "error", "message"), [
+    (math.nan, ValueError, "define N: NaN is not an Overlog value"),
+    ({}, ValueError, "define N: not an Overlog value: dict"),
+])
+def test_defines_take_values(value, error, message) -> None:
+    with pytest.raises(error) as caught:
+        Engine("q(1).\np(X) :- q(_), X := N.\n", defines={"N": value})
+    assert str(caught.value) == message
