@@ -405,13 +405,21 @@ def targets(results: dict, timeout: float) -> list[tuple[str, str, str]]:
         if built and cut is not None:
             judge(f"{ring_cases[1]} (reported, no target)",
                   f"{cut / built:.1f}x the closure from scratch", None)
-    clean = _seconds(next((s for c, s in results.items() if "none failing" in c), {})
-                     .get("overlog"))
-    failing = _seconds(next((s for c, s in results.items() if "10% failing" in c), {})
-                       .get("overlog"))
-    if clean and failing is not None:
-        judge("10% failing events: within 3x of the same step with none failing",
-              f"{failing / clean:.1f}x", failing / clean <= 3)
+    def ratio(this: str, that: str) -> float | None:
+        found = [_seconds(next((s for c, s in results.items() if part in c), {})
+                          .get("overlog")) for part in (this, that)]
+        return None if None in found or not found[1] else found[0] / found[1]
+
+    for target, this, that, most in [
+            ("10% failing events: within 3x of the same step with none failing",
+             "10% failing", "none failing", 3),
+            ("10% key conflicts: within 3x of the same step with none conflicting",
+             "10% key conflicts", "none conflicting", 3),
+            ("facts in a program: loaded at least as fast as from CSV",
+             "facts in the program", "facts from CSV", 1)]:
+        measured = ratio(this, that)
+        if measured is not None:
+            judge(target, f"{measured:.2f}x", measured <= most)
     batch = _find(results, "events, 1000").get("overlog")
     if isinstance(batch, dict):
         judge("events in steps of 1,000: at least 100,000 events/s",
