@@ -42,8 +42,12 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--print", action="append", dest="print_tables", metavar="TABLE",
                      default=[])
     run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
-    run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto")
-    run.add_argument("--spark-master", metavar="URL")
+    run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto",
+                     help="where strata run: spark runs every stratum it can on Spark")
+    run.add_argument("--spark-master", metavar="URL",
+                     help="the Spark master (default local[2]; spark://HOST:PORT)")
+    run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark setting (repeatable)")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")
     run.add_argument("--max-tuples", type=int, default=MAX_TUPLES, metavar="N",
                      help=f"stop a step deriving more new tuples (default {MAX_TUPLES:,})")
@@ -120,8 +124,9 @@ class _Printer:
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.backend == "spark" or args.spark_master:
-        raise UsageError("the Spark backend is not available yet; use --backend local")
+    if (args.spark_master or args.spark_conf) and args.backend != "spark":
+        raise UsageError("--spark-master and --spark-conf go with --backend spark")
+    spark_conf = dict(_setting(text) for text in args.spark_conf)
     if args.listen or args.transport:
         raise UsageError("real network transports are not available yet")
     if args.output_format == "parquet":
@@ -149,10 +154,19 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         seed=args.seed, defines=defines, native_modules=args.native,
                         max_tuples=args.max_tuples, max_rounds=args.max_rounds,
                         step_timeout=args.step_timeout,
-                        progress=_Progress(err) if _is_terminal(err) else None)
+                        progress=_Progress(err) if _is_terminal(err) else None,
+                        backend=args.backend, spark_master=args.spark_master or "local[2]",
+                        spark_conf=spark_conf)
     except CompileError as error:
         print(error.render(), file=err)
         return 1
+    if engine.spark is not None:
+        from overlog.runtime.spark import SparkUnavailable
+
+        try:
+            engine.spark.start()
+        except SparkUnavailable as error:
+            raise UsageError(str(error)) from None
     checked = engine.plan.checked
     for warning in checked.warnings:
         print(render(warning, checked.source), file=err)
@@ -174,6 +188,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
                                          op=op)
     failed = 0
+    placed: set[int] = set()  # strata --trace said run locally
     interrupted = False
     progress = _is_terminal(err)
     last = time.monotonic()
@@ -186,6 +201,12 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     failed += 1
                 if args.trace:
                     _trace(report, err)
+                    if engine.spark is not None:
+                        for stratum, reason in engine.spark.local.items():
+                            if stratum not in placed:
+                                placed.add(stratum)
+                                print(f"trace: stratum {stratum} runs locally: {reason}",
+                                      file=err)
             if progress and time.monotonic() - last > 0.5:
                 last = time.monotonic()
                 err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
@@ -319,3 +340,10 @@ def _write_output(engine, directory: str) -> None:
         if isinstance(error, OSError):
             raise UsageError(f"-D: cannot write to {directory}: {error.strerror}") from None
         raise
+
+
+def _setting(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise UsageError(f"--spark-conf takes KEY=VALUE, not {text!r}")
+    return name, value

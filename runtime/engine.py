@@ -91,6 +91,7 @@ class Engine:
                  handlers: Sequence[Handler] = (),
                  natives: NativeResolver | None = None,
                  backend: str | BackendFactory = "local",
+                 spark_master: str = "local[2]", spark_conf: Mapping[str, str] | None = None,
                  max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
@@ -127,6 +128,11 @@ class Engine:
         self._functions.update(self.user_functions)
         self.backend = _backend_factory(backend)(relations, self._functions,
                                                  self.user_functions.keys())
+        self.spark = None  # with backend "spark": the strata it runs (runtime/spark.py)
+        if backend == "spark":
+            from overlog.runtime.spark import SparkStrata
+
+            self.spark = SparkStrata(relations, spark_master, spark_conf)
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
@@ -674,7 +680,7 @@ class Engine:
 
     def _start(self) -> Fixpoint:
         self._unknown_functions(self._functions, self.plan.calls)
-        return Fixpoint(self.plan, self.backend, self.limits, self.progress)
+        return Fixpoint(self.plan, self.backend, self.limits, self.progress, self.spark)
 
     def _load_facts(self) -> None:
         for fact in self.plan.facts:
@@ -753,12 +759,13 @@ class Engine:
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
-    if backend in ("local", "auto"):  # auto: the only backend there is yet
+    """The backend that holds the tables (the local one; with "spark", the strata Spark can
+    run go there, and the rest stays here; "auto" places nothing on Spark yet)."""
+    if backend in ("local", "auto", "spark"):
         return LocalBackend.create
     if isinstance(backend, str):
-        raise ValueError(f"backend must be 'local', 'auto' or a BackendFactory, not {backend!r}"
-                         + (" (the Spark backend is not available yet)"
-                            if backend == "spark" else ""))
+        raise ValueError("backend must be 'local', 'auto', 'spark' or a BackendFactory, not "
+                         f"{backend!r}")
     return backend
 
 

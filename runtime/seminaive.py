@@ -18,7 +18,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from overlog import plan as p
 from overlog.printer import format_tuple
@@ -196,6 +196,14 @@ class Limits:
     step_seconds: float | None = None  # wall-clock time of one step's fixpoint
 
 
+class Offload(Protocol):
+    """Evaluates a stratum of view rules elsewhere (Spark), from scratch: each head's rows
+    as the rules derive them from the store's current tables; None to leave it here."""
+
+    def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 ) -> dict[str, set[Row]] | None: ...
+
+
 @dataclass(slots=True)
 class DeferredOutput:
     writes: list[tuple[p.RulePlan, Row]]
@@ -210,8 +218,10 @@ class Fixpoint:
     RECOMPUTE_MIN = 1000
 
     def __init__(self, plan: p.ProgramPlan, backend: Backend, limits: Limits | None = None,
-                 progress: Callable[[int, int, dict[str, int]], None] | None = None) -> None:
+                 progress: Callable[[int, int, dict[str, int]], None] | None = None,
+                 offload: Offload | None = None) -> None:
         self.store = backend.store
+        self.offload = offload
         self.limits = limits or Limits()
         # called after each round of insertion: (round, new tuples in the step so far,
         # relation -> tuples the round added)
@@ -224,8 +234,10 @@ class Fixpoint:
                       for r in plan.rules]
         # each stratum's rules by role: views, event heads, aggregates
         self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
+        self.stratum_of: dict[int, int] = {}  # rule index -> stratum
         for stratum in plan.strata:
             rules = [self.rules[i] for i in stratum.rules]
+            self.stratum_of.update((i, stratum.index) for i in stratum.rules)
             self.strata.append((
                 [r for r in rules if not r.head_event and r.aggregation is None],
                 [r for r in rules if r.head_event and r.aggregation is None],
@@ -268,6 +280,13 @@ class Fixpoint:
                 self._insert(events, *self._snapshot(events))
             return
         plus, minus = self._snapshot([*views, *events, *aggregates])
+        if (self.offload is not None and not aggregates
+                and not any(self.keyed[r.head] for r in views)
+                and (plus or minus or self.initial)
+                and self._offloaded(views)):
+            if events:
+                self._insert(events, *self._snapshot(events))
+            return
         for rule in aggregates:
             self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
@@ -284,6 +303,25 @@ class Fixpoint:
             self._insert(views, plus, minus)
         if events:  # they fire on what is new in the step: rederived rows are not
             self._insert(events, *self._snapshot(events))
+
+    def _offloaded(self, views: list[_Rule]) -> bool:
+        """Evaluate the views on the offload (Spark) from scratch and put what changed in
+        the store; False when the offload leaves the stratum to this fixpoint."""
+        found = self.offload.evaluate(  # type: ignore[union-attr]
+            [r.plan for r in views], self.store, self.limits.max_rounds)
+        if found is None:
+            return False
+        store = self.store
+        label = f"stratum {self.stratum_of[views[0].plan.index] + 1} on Spark"
+        for head, rows in found.items():
+            gone = self._derived_only(head, set(store.rows(head)) - rows)
+            if gone:
+                store.remove_many(head, gone)
+            new = rows - store.rows(head)
+            if new:
+                store.add_many(head, new)
+                self.firings[label] += len(new)
+        return True
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         touched: set[tuple] = set()

@@ -119,6 +119,7 @@ def test_the_wheel_installs_everything_inside_overlog(wheel: Path) -> None:
                 for module, path in _modules().items()}
     assert {n for n in names if n.endswith(".py")} == expected
     assert "overlog/grammar.lark" in names
+    assert "overlog/runtime/spark-log4j2.properties" in names
 
 
 def test_the_installed_wheel_imports_and_runs(wheel: Path, tmp_path: Path) -> None:

@@ -1,0 +1,445 @@
+"""The Spark executor: a stratum of view rules evaluated by Spark, from the same plans.
+
+A stratum runs here when its placement says so (``--backend spark``: every stratum that can);
+its semi-naive loop runs in Spark, every relation it reads crossing once as Arrow: each round
+joins the new rows of the stratum's relations (the delta) with the others, keeps only rows not
+derived before (an anti-join), and cuts the lineage (a local checkpoint) so that rounds stay
+cheap. The result comes back as the stratum's rows, which the fixpoint puts in its store.
+
+Spark is an accelerator, never the reference: a stratum it cannot run as the local backend
+would (a value Spark cannot hold with the same meaning, an expression without a Spark
+equivalent, a failure inside Spark such as a division by zero) runs on the local backend,
+which reports errors binding by binding; ``reason`` says why.
+
+Types: each column of a relation is one Spark type (int -> long, float -> double, string,
+boolean); a column mixing types, a list, an int past 64 bits, or an expression mixing types
+keeps the stratum local. Equality is null-safe (`null == null` holds in Overlog).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Mapping, Set
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from overlog import plan as p
+from overlog.values import Bool, IntFloat, internal_row
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Row = tuple
+_LONG = (-(2**63), 2**63 - 1)
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start here: says what to install or fix."""
+
+
+class Unsupported(Exception):
+    """This stratum cannot run on Spark with Overlog's meaning (the reason is the message)."""
+
+
+# -- the session ---------------------------------------------------------------------------
+
+_session_lock = threading.Lock()
+_sessions: dict[tuple, SparkSession] = {}
+
+
+def session(master: str = "local[2]", conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The process's SparkSession for ``master`` (started on first use, then kept)."""
+    key = (master, tuple(sorted((conf or {}).items())))
+    with _session_lock:
+        found = _sessions.get(key)
+        if found is None:
+            found = _sessions[key] = _start(master, conf or {})
+        return found
+
+
+def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkUnavailable("the Spark backend needs pyspark and pyarrow: "
+                               "pip install 'overlog[spark]'") from None
+    _check_java()
+    if "PYSPARK_SUBMIT_ARGS" not in os.environ:  # Spark's own start-up chatter off
+        logging = resources.files("overlog.runtime").joinpath("spark-log4j2.properties")
+        os.environ["PYSPARK_SUBMIT_ARGS"] = (
+            f'--driver-java-options "-Dlog4j2.configurationFile=file:{logging}" '
+            "--conf spark.ui.showConsoleProgress=false pyspark-shell")
+    builder = (SparkSession.builder.master(master).appName("overlog")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.sql.ansi.enabled", "true"))
+    for name, value in conf.items():
+        builder = builder.config(name, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:  # the JVM did not start, or the master is unreachable
+        raise SparkUnavailable(f"Spark did not start ({master}): {error}") from error
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _check_java() -> None:
+    java = shutil.which("java")
+    if java is None:
+        raise SparkUnavailable("the Spark backend needs Java 17 or later, and there is no "
+                               "`java` on the PATH: install a JRE (Debian: apt install "
+                               "openjdk-17-jre-headless), or run with --backend local")
+    try:
+        shown = subprocess.run([java, "-version"], capture_output=True, text=True,
+                               timeout=30).stderr
+    except (OSError, subprocess.SubprocessError) as error:
+        raise SparkUnavailable(f"`java -version` failed: {error}") from None
+    version = shown.split('"')[1] if '"' in shown else ""
+    major = version.split(".")[0] if not version.startswith("1.") else version.split(".")[1]
+    if not major.isdigit() or int(major) < 17:
+        raise SparkUnavailable(f"the Spark backend needs Java 17 or later, found "
+                               f"{version or shown.strip()!r}: install a newer JRE, or run "
+                               "with --backend local")
+
+
+# -- types ---------------------------------------------------------------------------------
+
+_TYPES = {int: "bigint", float: "double", IntFloat: "double", str: "string", Bool: "boolean"}
+
+
+def column_types(rows: Iterable[Row], arity: int) -> list[str | None]:
+    """The Spark type of each column of ``rows`` (None: only nulls, or no rows); raises
+    Unsupported for a column mixing types or holding what Spark cannot hold as it is."""
+    found: list[set[type]] = [set() for _ in range(arity)]
+    for row in rows:
+        for kinds, value in zip(found, row, strict=True):
+            kinds.add(value.__class__)
+            if value.__class__ is int and not _LONG[0] <= value <= _LONG[1]:
+                raise Unsupported(f"an int past 64 bits ({value})")
+    types: list[str | None] = []
+    for kinds in found:
+        kinds.discard(type(None))
+        names = {_TYPES.get(kind) for kind in kinds}
+        if None in names:
+            raise Unsupported("a list value")
+        if len(names) > 1:
+            raise Unsupported(f"a column holding {' and '.join(sorted(names))} values")
+        types.append(names.pop() if names else None)
+    return types
+
+
+# -- plans as DataFrame operations -------------------------------------------------------------
+
+_NUMERIC = ("bigint", "double")
+
+
+def _type(spark_type: str) -> str | None:
+    return None if spark_type in ("void", "null") else spark_type
+
+
+def _literal(value: Any) -> tuple[str, str | None]:
+    """A value as Spark SQL, with its type."""
+    if value is None:
+        return "NULL", None
+    kind = _TYPES.get(value.__class__)
+    if kind is None:
+        raise Unsupported("a list constant")
+    if kind == "bigint":
+        if not _LONG[0] <= value <= _LONG[1]:
+            raise Unsupported(f"an int past 64 bits ({value})")
+        return f"CAST({value} AS BIGINT)", kind
+    if kind == "double":
+        return f"CAST('{float(value)!r}' AS DOUBLE)", kind
+    if kind == "boolean":
+        return ("true" if value else "false"), kind
+    text = "".join(c if c.isalnum() or c in " _-.,:;/@#" else f"\\u{ord(c):04x}"
+                   if ord(c) < 0x10000 else c for c in value)
+    return f"'{text}'", kind
+
+
+class _Frame:
+    """Bindings as a DataFrame: a column per bound variable, and each column's type."""
+
+    def __init__(self, frame: DataFrame, names: dict[str, str]) -> None:
+        self.frame = frame
+        self.names = names  # plan variable -> column
+        self.types = {name: _type(kind) for name, kind in frame.dtypes}
+
+
+class Translator:
+    """Runs plans as DataFrame operations: ``run(plan, driver, frames)`` gives the projected
+    rows (columns c0, c1, ...). Expressions are Spark SQL with Overlog's meaning, or
+    Unsupported."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"x{self.counter}"
+
+    def expr(self, expr: p.Expr, frame: _Frame) -> tuple[str, str | None]:
+        match expr:
+            case p.Var(name=name):
+                column = frame.names[name]
+                return f"`{column}`", frame.types[column]
+            case p.Const(value=value):
+                return _literal(value)
+            case p.Negate(operand=operand):
+                text, kind = self.expr(operand, frame)
+                if kind not in _NUMERIC:
+                    raise Unsupported(f"negating a {kind or 'null'} value")
+                return f"(- {text})", kind
+            case p.Arith(op=op, left=left, right=right):
+                return _arith(op, *self.expr(left, frame), *self.expr(right, frame))
+            case p.Call(function=function):
+                raise Unsupported(f"{function}() has no Spark equivalent yet")
+        raise Unsupported("a list expression")
+
+    def condition(self, op: str, left: str, ta: str | None, right: str, tb: str | None) -> str:
+        if op in ("==", "!="):
+            if ta is not None and tb is not None and ta != tb:
+                raise Unsupported(f"comparing {ta} with {tb} values")
+            same = f"({left} <=> {right})"
+            return same if op == "==" else f"(NOT {same})"
+        if ta != tb or ta is None:
+            raise Unsupported(f"ordering {ta or 'null'} and {tb or 'null'} values")
+        return (f"(CASE WHEN {left} IS NULL OR {right} IS NULL THEN "
+                f"raise_error('cannot compare null') ELSE {left} {op} {right} END)")
+
+    def run(self, plan: p.Plan, driver: DataFrame | None,
+            frames: Mapping[str, DataFrame]) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if plan.aggregate is not None:
+            raise Unsupported("an aggregate")
+        match plan.driver:
+            case p.Scan(binds=binds, checks=checks):
+                assert driver is not None
+                frame = self._bind(driver, binds, checks, {})
+            case p.Unit():
+                frame = _Frame(self.spark.range(1).drop("id"), {})
+            case _:
+                raise Unsupported("a plan seeded with bindings")
+        for op in plan.operators:
+            match op:
+                case p.Join(relation=relation, key=key, key_terms=terms, binds=binds,
+                            checks=checks):
+                    frame = self._join(frame, frames[relation], key, terms, binds, checks)
+                case p.AntiJoin(relation=relation, key=key, key_terms=terms):
+                    frame = self._join(frame, frames[relation], key, terms, (), (), "left_anti")
+                case p.Filter(op=cmp, left=left, right=right):
+                    test = self.condition(cmp, *self.expr(left, frame), *self.expr(right, frame))
+                    frame = _Frame(frame.frame.filter(F.expr(test)), frame.names)
+                case p.Let(var=var, expr=expr):
+                    text, _ = self.expr(expr, frame)
+                    name = self.fresh()
+                    frame = _Frame(frame.frame.withColumn(name, F.expr(text)),
+                                   {**frame.names, var: name})
+        columns = [F.expr(self.expr(term, frame)[0]).alias(f"c{i}")
+                   for i, term in enumerate(plan.project.terms)]
+        return frame.frame.select(*columns)
+
+    def _bind(self, rows: DataFrame, binds: p.Columns, checks: p.Checks,
+              names: dict[str, str]) -> _Frame:
+        """``rows`` (columns c0, c1, ...) with ``binds`` as new variable columns and
+        ``checks`` applied; the row's own columns dropped."""
+        from pyspark.sql import functions as F
+
+        prefix = self.fresh()
+        renamed = rows.select(*(F.col(c).alias(f"{prefix}_{c}") for c in rows.columns))
+        names = dict(names)
+        for column, var in binds:
+            names[var] = f"{prefix}_c{column}"
+        frame = _Frame(renamed, names)
+        for column, expr in checks:
+            test = self.condition("==", f"`{prefix}_c{column}`",
+                                  frame.types[f"{prefix}_c{column}"], *self.expr(expr, frame))
+            frame = _Frame(frame.frame.filter(F.expr(test)), names)
+        return frame
+
+    def _join(self, left: _Frame, right: DataFrame, key: tuple[int, ...],
+              terms: tuple[p.Expr, ...], binds: p.Columns, checks: p.Checks,
+              how: str = "inner") -> _Frame:
+        from pyspark.sql import functions as F
+
+        prefix = self.fresh()
+        other = right.select(*(F.col(c).alias(f"{prefix}_{c}") for c in right.columns))
+        other_types = {name: _type(kind) for name, kind in other.dtypes}
+        tests = []
+        for column, term in zip(key, terms, strict=True):
+            text, kind = self.expr(term, left)
+            tests.append(self.condition("==", f"`{prefix}_c{column}`",
+                                        other_types[f"{prefix}_c{column}"], text, kind))
+        condition = F.expr(" AND ".join(tests)) if tests else F.lit(True)
+        joined = left.frame.join(other, condition, how)
+        if how == "left_anti":
+            return _Frame(joined, left.names)
+        names = {**left.names, **{var: f"{prefix}_c{column}" for column, var in binds}}
+        frame = _Frame(joined, names)
+        for column, expr in checks:
+            test = self.condition("==", f"`{prefix}_c{column}`",
+                                  frame.types[f"{prefix}_c{column}"], *self.expr(expr, frame))
+            frame = _Frame(frame.frame.filter(F.expr(test)), names)
+        keep = sorted(set(names.values()))
+        return _Frame(frame.frame.select(*keep), names)
+
+
+def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str, str]:
+    if op == "+" and ta == tb == "string":
+        return f"concat({a}, {b})", "string"
+    if ta != tb or ta not in _NUMERIC:
+        raise Unsupported(f"{op} of {ta or 'null'} and {tb or 'null'} values")
+    if op in "/%":
+        divided = f"({a} div {b})" if op == "/" and ta == "bigint" else f"({a} {op} {b})"
+        text = (f"(CASE WHEN {b} = 0 THEN raise_error('division by zero') "
+                f"ELSE {divided} END)")
+    else:
+        text = f"({a} {op} {b})"
+    if ta == "double":  # not a number is an error, as it is locally
+        text = f"(CASE WHEN isnan({text}) THEN raise_error('not a number') ELSE {text} END)"
+    return text, ta
+
+
+# -- a stratum -------------------------------------------------------------------------------
+
+def frame_of(spark: SparkSession, rows: Set[Row] | list[Row], arity: int) -> DataFrame:
+    """``rows`` (engine values) as a DataFrame with columns c0, c1, ... through Arrow."""
+    import pyarrow as pa
+
+    kinds = column_types(rows, arity)
+    arrow = {"bigint": pa.int64(), "double": pa.float64(), "string": pa.string(),
+             "boolean": pa.bool_(), None: pa.null()}
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(arity)]
+    table = pa.table({f"c{i}": pa.array([_plain(v) for v in column], type=arrow[kind])
+                      for i, (column, kind) in enumerate(zip(columns, kinds, strict=True))}
+                     if arity else {"c": pa.array([0] * len(rows), type=pa.int8())})
+    frame = spark.createDataFrame(table)
+    return frame.drop("c") if not arity else frame
+
+
+def _plain(value: Any) -> Any:
+    if value.__class__ is Bool:
+        return value.truth
+    return float(value) if value.__class__ is IntFloat else value
+
+
+def rows_of(frame: DataFrame) -> set[Row]:
+    """A DataFrame's rows as engine values (through Arrow)."""
+    table = frame.toArrow()
+    if not table.num_columns:
+        return {()} if table.num_rows else set()
+    columns = [column.to_pylist() for column in table.columns]
+    return {internal_row(row) for row in zip(*columns, strict=True)}
+
+
+def _relations(plan: p.Plan) -> set[str]:
+    found = {plan.driver.relation} if isinstance(plan.driver, p.Scan) else set()
+    return found | {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
+
+
+def _union(frames: list[DataFrame], head: str) -> DataFrame:
+    """The rows of several rules for one head, their column types made one (a column with
+    only nulls takes the others' type; two types in a column keep the stratum local)."""
+    from pyspark.sql import functions as F
+
+    kinds: list[str | None] = [None] * len(frames[0].columns)
+    for frame in frames:
+        for i, (_, kind) in enumerate(frame.dtypes):
+            kind = _type(kind)
+            if kind is not None:
+                if kinds[i] not in (None, kind):
+                    raise Unsupported(f"`{head}` gets {kinds[i]} and {kind} values in "
+                                      f"field {i + 1}")
+                kinds[i] = kind
+    typed = [frame.select(*(F.col(c).cast(kind) if kind else F.col(c)
+                            for c, kind in zip(frame.columns, kinds, strict=True)))
+             for frame in frames]
+    result = typed[0]
+    for frame in typed[1:]:
+        result = result.union(frame)
+    return result
+
+
+class SparkStrata:
+    """Evaluates strata of view rules on Spark, from scratch, for the fixpoint: the
+    stratum's head relations as the rules derive them from the current tables. A stratum
+    Spark cannot run with the local meaning is remembered with its reason, and runs
+    locally."""
+
+    PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
+
+    def __init__(self, relations: Mapping[str, Any], master: str = "local[2]",
+                 conf: Mapping[str, str] | None = None) -> None:
+        self.arity = {name: rel.arity for name, rel in relations.items()}
+        self.master = master
+        self.conf = dict(conf or {})
+        self.local: dict[int, str] = {}  # stratum (numbered from 1) -> why it runs locally
+
+    def start(self) -> None:
+        """Start the Spark session now (raises SparkUnavailable with what to do)."""
+        session(self.master, self.conf)
+
+    def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 ) -> dict[str, set[Row]] | None:
+        """Each head's rows, or None: the stratum runs locally (see ``local``)."""
+        key = (rules[0].stratum or 0) + 1
+        if key in self.local:
+            return None
+        try:
+            return self._evaluate(session(self.master, self.conf), rules, store, max_rounds)
+        except Unsupported as why:
+            self.local[key] = str(why)
+            return None
+        except SparkUnavailable:
+            raise
+        except Exception as error:  # a failure inside Spark: the local backend reports it
+            if type(error).__module__.startswith(("pyspark", "py4j")):
+                return None
+            raise
+
+    def _evaluate(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
+                  max_rounds: int) -> dict[str, set[Row]]:
+        heads = sorted({rule.head for rule in rules})
+        reads = set().union(*(_relations(plan) for rule in rules for _, plan in rule.plans()))
+        frames = {name: frame_of(spark, store.rows(name), self.arity[name])
+                  for name in sorted(reads - set(heads))}
+        total = {head: frame_of(spark, store.asserted(head), self.arity[head])
+                 for head in heads}
+        translate = Translator(spark)
+        found: dict[str, list[DataFrame]] = {head: [] for head in heads}
+        every = {**frames, **total}
+        for rule in rules:
+            if rule.start is not None:
+                found[rule.head].append(translate.run(rule.start, None, every))
+            first = next((t for t in rule.triggers if not t.negated), None)
+            if first is not None:  # its plan reads every other atom in full
+                found[rule.head].append(translate.run(first.insert, every[first.relation],
+                                                      every))
+        for _ in range(max_rounds):
+            delta = {}
+            for head, outputs in found.items():
+                if not outputs:
+                    continue
+                new = _union([total[head], *outputs], head).distinct()
+                new = new.subtract(total[head]).localCheckpoint(eager=True)
+                if new.isEmpty():
+                    continue
+                delta[head] = new
+                total[head] = _union([total[head], new], head).coalesce(self.PARTITIONS)\
+                    .localCheckpoint(eager=True)
+            if not delta:
+                return {head: rows_of(frame) for head, frame in total.items()}
+            every = {**frames, **total}
+            found = {head: [] for head in heads}
+            for rule in rules:
+                for trigger in rule.triggers:
+                    if not trigger.negated and trigger.relation in delta:
+                        found[rule.head].append(translate.run(
+                            trigger.insert, delta[trigger.relation], every))
+        raise Unsupported("more rounds than a step may take (the local backend reports it)")

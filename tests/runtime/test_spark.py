@@ -1,0 +1,166 @@
+"""The Spark backend (runtime/spark.py): strata of view rules run on Spark give exactly what
+the local backend gives (every evaluation golden, random programs and changes), and what
+Spark cannot run as the local backend would runs locally, with its reason. One SparkSession
+serves the whole test run (local[2]); deselect with ``-m 'not spark'``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from overlog import Engine
+from overlog.errors import CompileError
+from overlog.runtime import spark
+from tests.goldens import compare, discover, golden_id, run_cli
+from tests.runtime.test_views_property import DECLS, TEMPLATES, operations
+from tests.test_golden_eval import _args
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def session() -> None:
+    spark.session()  # started once, kept for the process
+
+
+@pytest.mark.parametrize("path", discover("eval"), ids=golden_id)
+def test_golden_runs_alike_on_spark(path: Path) -> None:
+    code, out, err = run_cli(["run", path.name, "--format", "jsonl", "--backend", "spark",
+                              *_args(path)], cwd=path.parent)
+    compare(path, ".expected", out, False)
+    compare(path, ".err", err, False)
+    assert code == (3 if "error[E3" in err else 0)
+
+
+TC = "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n"
+
+
+def test_a_recursive_stratum_runs_on_spark_and_follows_changes() -> None:
+    engine = Engine(TC + "far(X, Y) :- reach(X, Y), notin link(X, Y).\n", backend="spark")
+    for row in [(1, 2), (2, 3), (3, 4), (4, 2)]:
+        engine.insert("link", row)
+    (report,) = engine.run()
+    assert engine.spark.local == {}
+    assert report.firings == {"stratum 1 on Spark": 12, "stratum 2 on Spark": 8}
+    assert engine.rows("far") == [(1, 3), (1, 4), (2, 2), (2, 4), (3, 2), (3, 3), (4, 3),
+                                  (4, 4)]
+    engine.delete("link", (4, 2))
+    engine.insert("link", (4, 5))
+    engine.run()
+    assert engine.rows("reach") == [(1, 2), (1, 3), (1, 4), (1, 5), (2, 3), (2, 4), (2, 5),
+                                    (3, 4), (3, 5), (4, 5)]
+    assert engine.rows("far") == [(1, 3), (1, 4), (1, 5), (2, 4), (2, 5), (3, 5)]
+
+
+def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
+    program = ('v(1, 2.5, "a", true). v(-7, 0.5, "b", false). v(7, -1.0, "c", null).\n'
+               "w(X / 2, X % 2, F * 2.0, S + \"!\", B) :- v(X, F, S, B).\n"
+               "one(X) :- v(X, _, _, _), X == 1.\nyes(S) :- v(_, _, S, B), B == true.\n"
+               "nul(S) :- v(_, _, S, B), B == null.\nless(S) :- v(X, F, S, _), F < 1.0.\n")
+    here, there = Engine(program), Engine(program, backend="spark")
+    here.run()
+    there.run()
+    assert there.spark.local == {}
+    for name in ("w", "one", "yes", "nul", "less"):
+        assert there.rows(name) == here.rows(name), name
+    assert there.rows("w") == [(-3, -1, 1.0, "b!", False), (0, 1, 5.0, "a!", True),
+                               (3, 1, -2.0, "c!", None)]
+    assert [type(v) for v in there.rows("w")[0]] == [int, int, float, str, bool]
+
+
+@pytest.mark.parametrize(("program", "reason"), [
+    ('q(1). q(2).\np(X, Y) :- q(X), Y := f_size("ab").\n', "f_size() has no Spark equivalent"
+                                                            " yet"),
+    ("q(1). q([1, 2]).\np(X) :- q(X).\n", "a list value"),
+    ('q(1). q("a").\np(X) :- q(X).\n', "a column holding bigint and string values"),
+    ("q(1, 2.5).\np(X) :- q(X, Y), X < Y.\n", "ordering bigint and double values"),
+])
+def test_what_spark_cannot_run_alike_runs_locally(program: str, reason: str) -> None:
+    here, there = Engine(program), Engine(program, backend="spark")
+    here.run()
+    there.run()
+    assert list(there.spark.local.values()) == [reason]
+    assert there.rows("p") == here.rows("p")
+
+
+def test_a_failure_inside_spark_is_reported_as_locally() -> None:
+    """Spark stops at a division by zero; the stratum then runs locally, which blames the
+    input row by row."""
+    program = "q(1, 1). q(2, 0). q(3, 2).\np(X, Z) :- q(X, Y), Z := 6 / Y.\n"
+    here, there = Engine(program), Engine(program, backend="spark")
+    ours, theirs = here.step(), there.step()
+    assert [(e.code, e.message, e.quarantined) for e in theirs.errors] == [
+        (e.code, e.message, e.quarantined) for e in ours.errors] == [
+        ("E302", "division by zero", (("insert", "q", (2, 0)),))]
+    assert there.rows("p") == here.rows("p") == [(1, 6), (3, 3)]
+    assert there.spark.local == {}  # tried again on the next change
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.sampled_from(TEMPLATES), min_size=1, max_size=5, unique=True),
+       operations.map(lambda batches: batches[:3]))
+def test_random_programs_and_changes_alike(rules: list[str], batches: list) -> None:
+    try:
+        here = Engine(DECLS + "\n".join(rules))
+    except CompileError:
+        assume(False)
+        return
+    there = Engine(DECLS + "\n".join(rules), backend="spark")
+    for batch in batches:
+        for engine in (here, there):
+            for op, relation, row in batch:
+                getattr(engine, op)(relation, row)
+            engine.run()
+        for name, relation in here.relations.items():
+            if not relation.event:
+                assert there.rows(name) == here.rows(name), name
+
+
+def test_spark_needs_java(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spark.shutil, "which", lambda name: None)
+    with pytest.raises(spark.SparkUnavailable) as caught:
+        spark._check_java()
+    assert str(caught.value) == (
+        "the Spark backend needs Java 17 or later, and there is no `java` on the PATH: "
+        "install a JRE (Debian: apt install openjdk-17-jre-headless), or run with "
+        "--backend local")
+
+
+def test_the_cli_says_what_to_install(tmp_path: Path) -> None:
+    (tmp_path / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\"' >&2\n")
+    (tmp_path / "java").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    env.pop("JAVA_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "overlog", "run", "programs/tc.olg",
+                           "--backend", "spark"], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "overlog: error: the Spark backend needs Java 17 or later, found '11.0.2': "
+        "install a newer JRE, or run with --backend local\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--backend", "spark", "--spark-conf", "x"], "--spark-conf takes KEY=VALUE, not 'x'"),
+    (["--backend", "local", "--spark-master", "local[1]"],
+     "--spark-master and --spark-conf go with --backend spark"),
+])
+def test_spark_flags_are_checked(args: list[str], message: str) -> None:
+    code, out, err = run_cli(["run", "programs/tc.olg", *args], cwd=ROOT)
+    assert (code, out, err) == (2, "", f"overlog: error: {message}\n")
+
+
+def test_trace_says_where_strata_ran(tmp_path: Path) -> None:
+    (tmp_path / "p.olg").write_text('q(1). q(2).\np(X, Y) :- q(X), Y := f_size("ab").\n'
+                                    "r(X) :- q(X), notin p(X, 3).\n")
+    code, _, err = run_cli(["run", "p.olg", "--backend", "spark", "--trace"], cwd=tmp_path)
+    assert (code, err.splitlines()) == (0, [
+        "trace: step 1 @0: rule 1 derived 2, stratum 2 on Spark derived 2; +2 q, +2 p, +2 r",
+        "trace: stratum 1 runs locally: f_size() has no Spark equivalent yet"])
