@@ -282,7 +282,7 @@ class Fixpoint:
         plus, minus = self._snapshot([*views, *events, *aggregates])
         if (self.offload is not None and not aggregates
                 and not any(self.keyed[r.head] for r in views)
-                and (plus or minus or self.initial)
+                and (any(plus.values()) or any(minus.values()) or self.initial)
                 and self._offloaded(views)):
             if events:
                 self._insert(events, *self._snapshot(events))
@@ -312,15 +312,21 @@ class Fixpoint:
         if found is None:
             return False
         store = self.store
-        label = f"stratum {self.stratum_of[views[0].plan.index] + 1} on Spark"
+        new = {head: rows - store.rows(head) for head, rows in found.items()}
+        count = sum(map(len, new.values()))
+        if count > self.budget.left or (self.deadline is not None
+                                        and time.monotonic() > self.deadline):
+            return False  # past a step limit: evaluated here, which reports it (E307)
+        self.budget.left -= count
+        self.new_rows += count
+        label = f"stratum {self.stratum_of[views[0].plan.index]} on Spark"
         for head, rows in found.items():
             gone = self._derived_only(head, set(store.rows(head)) - rows)
             if gone:
                 store.remove_many(head, gone)
-            new = rows - store.rows(head)
-            if new:
-                store.add_many(head, new)
-                self.firings[label] += len(new)
+            if new[head]:
+                store.add_many(head, new[head])
+                self.firings[label] += len(new[head])
         return True
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:

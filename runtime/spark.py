@@ -18,6 +18,8 @@ keeps the stratum local. Equality is null-safe (`null == null` holds in Overlog)
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import shutil
 import subprocess
@@ -56,34 +58,53 @@ def session(master: str = "local[2]", conf: Mapping[str, str] | None = None) -> 
     with _session_lock:
         found = _sessions.get(key)
         if found is None:
+            if _sessions:  # Spark runs one session a process
+                (running, _), = _sessions
+                raise SparkUnavailable(f"this process already runs Spark on {running} with "
+                                       "other settings: one master and one set of settings "
+                                       "a process")
             found = _sessions[key] = _start(master, conf or {})
         return found
 
 
+# settings Overlog's meaning depends on: overflow is an error; string literals as written
+_FIXED = {"spark.sql.ansi.enabled": "true", "spark.sql.parser.escapedStringLiterals": "false"}
+
+
 def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
     try:
+        import pyarrow  # noqa: F401
         from pyspark.sql import SparkSession
     except ImportError:
         raise SparkUnavailable("the Spark backend needs pyspark and pyarrow: "
                                "pip install 'overlog[spark]'") from None
     _check_java()
-    if "PYSPARK_SUBMIT_ARGS" not in os.environ:  # Spark's own start-up chatter off
-        logging = resources.files("overlog.runtime").joinpath("spark-log4j2.properties")
+    for name in conf:
+        if name in _FIXED:
+            raise SparkUnavailable(f"{name} is set by overlog ({_FIXED[name]}): the meaning "
+                                   "of programs depends on it")
+    given = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    if given is None:  # Spark's own start-up chatter off
+        logging_file = resources.files("overlog.runtime").joinpath("spark-log4j2.properties")
         os.environ["PYSPARK_SUBMIT_ARGS"] = (
-            f'--driver-java-options "-Dlog4j2.configurationFile=file:{logging}" '
+            f'--driver-java-options "-Dlog4j2.configurationFile=file:{logging_file}" '
             "--conf spark.ui.showConsoleProgress=false pyspark-shell")
     builder = (SparkSession.builder.master(master).appName("overlog")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.enabled", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.sql.ansi.enabled", "true"))
-    for name, value in conf.items():
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    for name, value in {**conf, **_FIXED}.items():
         builder = builder.config(name, value)
     try:
         spark = builder.getOrCreate()
     except Exception as error:  # the JVM did not start, or the master is unreachable
         raise SparkUnavailable(f"Spark did not start ({master}): {error}") from error
+    finally:
+        if given is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
     spark.sparkContext.setLogLevel("ERROR")
+    # a failure inside Spark is handled (the stratum runs locally): no report of it
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return spark
 
 
@@ -118,8 +139,7 @@ def column_types(rows: Iterable[Row], arity: int) -> list[str | None]:
     for row in rows:
         for kinds, value in zip(found, row, strict=True):
             kinds.add(value.__class__)
-            if value.__class__ is int and not _LONG[0] <= value <= _LONG[1]:
-                raise Unsupported(f"an int past 64 bits ({value})")
+            _check_value(value)
     types: list[str | None] = []
     for kinds in found:
         kinds.discard(type(None))
@@ -130,6 +150,85 @@ def column_types(rows: Iterable[Row], arity: int) -> list[str | None]:
             raise Unsupported(f"a column holding {' and '.join(sorted(names))} values")
         types.append(names.pop() if names else None)
     return types
+
+
+def _check_value(value: Any) -> None:
+    """Unsupported for a value Spark would not give back as it is."""
+    kind = value.__class__
+    if kind is int:
+        if not _LONG[0] <= value <= _LONG[1]:
+            raise Unsupported(f"an int past 64 bits ({value})")
+    elif kind is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Unsupported("a string that is not Unicode text (a lone surrogate)") \
+                    from None
+    elif (kind is float or kind is IntFloat) and not value and math.copysign(1, value) < 0:
+        raise Unsupported("-0.0 (Spark writes it 0.0)")
+
+
+def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int]) -> str | None:
+    """Why these rules can never run on Spark with the local meaning, whatever the data
+    (None: they may)."""
+    for rule in rules:
+        if rule.aggregation is not None:
+            return "an aggregate"
+        for _, plan in rule.plans():
+            if isinstance(plan.driver, p.Seed) and plan is not rule.rederive:
+                return "a plan seeded with bindings"
+            for relation in {rule.head, *_relations(plan)}:
+                if arity[relation] == 0:
+                    return f"`{relation}` has no fields"
+            for expr in _exprs(plan):
+                for call in p.expr_calls(expr):
+                    return f"{call.function}() has no Spark equivalent yet"
+                if _has_list(expr):
+                    return "a list"
+    return None
+
+
+def _exprs(plan: p.Plan) -> list[p.Expr]:
+    found: list[p.Expr] = list(plan.project.terms)
+    if isinstance(plan.driver, p.Scan):
+        found += [expr for _, expr in plan.driver.checks]
+    for op in plan.operators:
+        match op:
+            case p.Join(key_terms=terms, checks=checks):
+                found += [*terms, *(expr for _, expr in checks)]
+            case p.AntiJoin(key_terms=terms):
+                found += terms
+            case p.Filter(left=left, right=right):
+                found += [left, right]
+            case p.Let(expr=expr):
+                found.append(expr)
+    return found
+
+
+def _has_list(expr: p.Expr) -> bool:
+    match expr:
+        case p.MakeList():
+            return True
+        case p.Const(value=value):
+            return value.__class__ is tuple
+        case p.Arith(left=left, right=right):
+            return _has_list(left) or _has_list(right)
+        case p.Negate(operand=operand):
+            return _has_list(operand)
+        case p.Call(args=args):
+            return any(_has_list(a) for a in args)
+    return False
+
+
+def _raises(expr: p.Expr) -> bool:
+    """Whether evaluating ``expr`` can fail (arithmetic: on null, by zero, to NaN)."""
+    match expr:
+        case p.Arith() | p.Negate():
+            return True
+        case p.Call(args=args) | p.MakeList(items=args):
+            return any(_raises(a) for a in args)
+    return False
 
 
 # -- plans as DataFrame operations -------------------------------------------------------------
@@ -148,9 +247,8 @@ def _literal(value: Any) -> tuple[str, str | None]:
     kind = _TYPES.get(value.__class__)
     if kind is None:
         raise Unsupported("a list constant")
+    _check_value(value)
     if kind == "bigint":
-        if not _LONG[0] <= value <= _LONG[1]:
-            raise Unsupported(f"an int past 64 bits ({value})")
         return f"CAST({value} AS BIGINT)", kind
     if kind == "double":
         return f"CAST('{float(value)!r}' AS DOUBLE)", kind
@@ -194,7 +292,7 @@ class Translator:
                 text, kind = self.expr(operand, frame)
                 if kind not in _NUMERIC:
                     raise Unsupported(f"negating a {kind or 'null'} value")
-                return f"(- {text})", kind
+                return _not_null(f"(- {text})"), kind
             case p.Arith(op=op, left=left, right=right):
                 return _arith(op, *self.expr(left, frame), *self.expr(right, frame))
             case p.Call(function=function):
@@ -202,15 +300,12 @@ class Translator:
         raise Unsupported("a list expression")
 
     def condition(self, op: str, left: str, ta: str | None, right: str, tb: str | None) -> str:
+        if ta is not None and tb is not None and ta != tb:
+            raise Unsupported(f"comparing {ta} with {tb} values")
         if op in ("==", "!="):
-            if ta is not None and tb is not None and ta != tb:
-                raise Unsupported(f"comparing {ta} with {tb} values")
             same = f"({left} <=> {right})"
             return same if op == "==" else f"(NOT {same})"
-        if ta != tb or ta is None:
-            raise Unsupported(f"ordering {ta or 'null'} and {tb or 'null'} values")
-        return (f"(CASE WHEN {left} IS NULL OR {right} IS NULL THEN "
-                f"raise_error('cannot compare null') ELSE {left} {op} {right} END)")
+        return f"coalesce({left} {op} {right}, raise_error('cannot compare null'))"
 
     def run(self, plan: p.Plan, driver: DataFrame | None,
             frames: Mapping[str, DataFrame]) -> DataFrame:
@@ -241,6 +336,8 @@ class Translator:
                     name = self.fresh()
                     frame = _Frame(frame.frame.withColumn(name, F.expr(text)),
                                    {**frame.names, var: name})
+            if _can_fail(op):  # evaluated on every binding that reaches it, as locally
+                frame = _Frame(frame.frame.localCheckpoint(eager=True), frame.names)
         columns = [F.expr(self.expr(term, frame)[0]).alias(f"c{i}")
                    for i, term in enumerate(plan.project.terms)]
         return frame.frame.select(*columns)
@@ -268,11 +365,23 @@ class Translator:
               how: str = "inner") -> _Frame:
         from pyspark.sql import functions as F
 
+        keys = list(terms)
+        computed = [(i, t) for i, t in enumerate(keys) if not isinstance(t, (p.Var, p.Const))]
+        if computed:  # key expressions: columns of the bindings, evaluated first, as locally
+            frame, names = left.frame, dict(left.names)
+            for i, term in computed:
+                name = self.fresh()
+                frame = frame.withColumn(name, F.expr(self.expr(term, left)[0]))
+                names[f"#spark{name}"] = name
+                keys[i] = p.Var(name=f"#spark{name}")
+            if any(_raises(term) for _, term in computed):
+                frame = frame.localCheckpoint(eager=True)
+            left = _Frame(frame, names)
         prefix = self.fresh()
         other = right.select(*(F.col(c).alias(f"{prefix}_{c}") for c in right.columns))
         other_types = {name: _type(kind) for name, kind in other.dtypes}
         tests = []
-        for column, term in zip(key, terms, strict=True):
+        for column, term in zip(key, keys, strict=True):
             text, kind = self.expr(term, left)
             tests.append(self.condition("==", f"`{prefix}_c{column}`",
                                         other_types[f"{prefix}_c{column}"], text, kind))
@@ -290,20 +399,37 @@ class Translator:
         return _Frame(frame.frame.select(*keep), names)
 
 
+def _can_fail(op: p.Operator) -> bool:
+    """Whether an operator evaluates an expression that can fail: Spark would skip it where
+    its result is not used (an unused assignment, a join with nothing), so it is evaluated
+    to the end (checkpointed) before going on."""
+    match op:
+        case p.Filter(op=cmp, left=left, right=right):
+            return cmp not in ("==", "!=") or _raises(left) or _raises(right)
+        case p.Let(expr=expr):
+            return _raises(expr)
+        case p.Join(checks=checks):  # (key expressions are evaluated before the join)
+            return any(_raises(expr) for _, expr in checks)
+    return False
+
+
 def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str, str]:
-    if op == "+" and ta == tb == "string":
-        return f"concat({a}, {b})", "string"
-    if ta != tb or ta not in _NUMERIC:
+    kind = ta or tb  # a null column takes the other's type; its nulls fail below
+    if (ta and tb and ta != tb) or kind not in (*_NUMERIC, "string") or (
+            kind == "string" and op != "+"):
         raise Unsupported(f"{op} of {ta or 'null'} and {tb or 'null'} values")
-    if op in "/%":
-        divided = f"({a} div {b})" if op == "/" and ta == "bigint" else f"({a} {op} {b})"
-        text = (f"(CASE WHEN {b} = 0 THEN raise_error('division by zero') "
-                f"ELSE {divided} END)")
-    else:
-        text = f"({a} {op} {b})"
-    if ta == "double":  # not a number is an error, as it is locally
-        text = f"(CASE WHEN isnan({text}) THEN raise_error('not a number') ELSE {text} END)"
-    return text, ta
+    # Spark gives null for null operands (an error: coalesce evaluates its second argument
+    # only then), and, in ANSI mode, fails on overflow and division by zero
+    if kind == "string":
+        return _not_null(f"concat({a}, {b})"), kind
+    text = _not_null(f"({a} div {b})" if op == "/" and kind == "bigint" else f"({a} {op} {b})")
+    if kind == "double":  # not a number is an error, as it is locally
+        text = f"nanvl({text}, CAST(raise_error('not a number') AS DOUBLE))"
+    return text, kind
+
+
+def _not_null(text: str) -> str:
+    return f"coalesce({text}, raise_error('a null operand'))"
 
 
 # -- a stratum -------------------------------------------------------------------------------
@@ -379,7 +505,8 @@ class SparkStrata:
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.master = master
         self.conf = dict(conf or {})
-        self.local: dict[int, str] = {}  # stratum (numbered from 1) -> why it runs locally
+        self.local: dict[int, str] = {}  # stratum -> why it last ran locally
+        self.never: set[int] = set()  # strata that cannot run on Spark whatever the data
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
@@ -388,20 +515,26 @@ class SparkStrata:
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  ) -> dict[str, set[Row]] | None:
         """Each head's rows, or None: the stratum runs locally (see ``local``)."""
-        key = (rules[0].stratum or 0) + 1
-        if key in self.local:
+        stratum = rules[0].stratum
+        assert stratum is not None  # deferred rules run locally
+        if stratum in self.never:
+            return None
+        reason = static_reason(rules, self.arity)
+        if reason is not None:
+            self.never.add(stratum)
+            self.local[stratum] = reason
             return None
         try:
-            return self._evaluate(session(self.master, self.conf), rules, store, max_rounds)
-        except Unsupported as why:
-            self.local[key] = str(why)
+            found = self._evaluate(session(self.master, self.conf), rules, store, max_rounds)
+        except Unsupported as why:  # these tables, this step: tried again when they change
+            self.local[stratum] = str(why)
             return None
-        except SparkUnavailable:
-            raise
         except Exception as error:  # a failure inside Spark: the local backend reports it
             if type(error).__module__.startswith(("pyspark", "py4j")):
                 return None
             raise
+        self.local.pop(stratum, None)
+        return found
 
     def _evaluate(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
                   max_rounds: int) -> dict[str, set[Row]]:
@@ -421,7 +554,7 @@ class SparkStrata:
             if first is not None:  # its plan reads every other atom in full
                 found[rule.head].append(translate.run(first.insert, every[first.relation],
                                                       every))
-        for _ in range(max_rounds):
+        for _ in range(max_rounds + 1):  # the last finds nothing new
             delta = {}
             for head, outputs in found.items():
                 if not outputs:

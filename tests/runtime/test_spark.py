@@ -48,7 +48,7 @@ def test_a_recursive_stratum_runs_on_spark_and_follows_changes() -> None:
         engine.insert("link", row)
     (report,) = engine.run()
     assert engine.spark.local == {}
-    assert report.firings == {"stratum 1 on Spark": 12, "stratum 2 on Spark": 8}
+    assert report.firings == {"stratum 0 on Spark": 12, "stratum 1 on Spark": 8}
     assert engine.rows("far") == [(1, 3), (1, 4), (2, 2), (2, 4), (3, 2), (3, 3), (4, 3),
                                   (4, 4)]
     engine.delete("link", (4, 2))
@@ -80,7 +80,10 @@ def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
                                                             " yet"),
     ("q(1). q([1, 2]).\np(X) :- q(X).\n", "a list value"),
     ('q(1). q("a").\np(X) :- q(X).\n', "a column holding bigint and string values"),
-    ("q(1, 2.5).\np(X) :- q(X, Y), X < Y.\n", "ordering bigint and double values"),
+    ("q(1, 2.5).\np(X) :- q(X, Y), X < Y.\n", "comparing bigint with double values"),
+    ("q(-0.0).\np(X) :- q(X).\n", "-0.0 (Spark writes it 0.0)"),
+    ("q(1).\np(X, Y) :- q(X), Y := f_size([1]).\n", "f_size() has no Spark equivalent yet"),
+    ("q().\np(1) :- q().\n", "`q` has no fields"),
 ])
 def test_what_spark_cannot_run_alike_runs_locally(program: str, reason: str) -> None:
     here, there = Engine(program), Engine(program, backend="spark")
@@ -162,5 +165,61 @@ def test_trace_says_where_strata_ran(tmp_path: Path) -> None:
                                     "r(X) :- q(X), notin p(X, 3).\n")
     code, _, err = run_cli(["run", "p.olg", "--backend", "spark", "--trace"], cwd=tmp_path)
     assert (code, err.splitlines()) == (0, [
-        "trace: step 1 @0: rule 1 derived 2, stratum 2 on Spark derived 2; +2 q, +2 p, +2 r",
-        "trace: stratum 1 runs locally: f_size() has no Spark equivalent yet"])
+        "trace: step 1 @0: rule 1 derived 2, stratum 1 on Spark derived 2; +2 q, +2 p, +2 r",
+        "trace: stratum 0 runs locally: f_size() has no Spark equivalent yet"])
+
+
+# (program, inputs of each step: (op, relation, row)): steps local and Spark must agree on
+ALIKE = [
+    # arithmetic on null fails as it does locally
+    ("v(1). v(null).\nw(X + 1) :- v(X).\n", []),
+    ('v("a"). v(null).\nw(X + "!") :- v(X).\n', []),
+    ("v(1). v(null).\nw(Y) :- v(X), Y := -X.\n", []),
+    # an assignment nothing uses is still evaluated
+    ("v(0). v(1).\nw(X) :- v(X), Y := 10 / X.\n", []),
+    # so is a comparison before a join with an empty relation
+    ("r(X) :- p(X), 10 / X > 1, q(X).\n", [[("insert", "p", (1,))], [("insert", "p", (0,))]]),
+    ("r(X, Z) :- p(X), Y := 10 / X, q(Z).\n", [[("insert", "p", (0,))]]),
+    # a join key that is an expression, evaluated before the join
+    ("r(X) :- p(X), q(10 / X).\n", [[("insert", "p", (0,)), ("insert", "p", (5,))]]),
+    # an empty column at the first step, values later
+    ("q(X) :- p(X), X > 3.\n", [[], [("insert", "p", (5,)), ("insert", "p", (2,))]]),
+    # a lone surrogate, as a literal and as data
+    ('s(1).\nt(X, "\\ud800") :- s(X).\n', [[("insert", "s", (2,))]]),
+    ("t(X) :- s(X).\n", [[("insert", "s", ("\ud800",))]]),
+]
+
+
+@pytest.mark.parametrize(("program", "steps"), ALIKE)
+def test_edge_cases_run_alike(program: str, steps: list) -> None:
+    here, there = Engine(program), Engine(program, backend="spark")
+    for inputs in [[], *steps]:
+        reports = []
+        for engine in (here, there):
+            for op, relation, row in inputs:
+                getattr(engine, op)(relation, row)
+            reports.append([(e.code, e.message, e.quarantined) for r in engine.run()
+                            for e in r.errors])
+        assert reports[1] == reports[0]
+        for name, relation in here.relations.items():
+            if not relation.event:
+                assert there.rows(name) == here.rows(name), name
+
+
+def test_step_limits_hold_on_spark() -> None:
+    chain = [(i, i + 1) for i in range(8)]
+    errors = []
+    for backend in ("local", "spark"):
+        engine = Engine(TC, backend=backend, max_tuples=20)
+        for row in chain:
+            engine.insert("link", row)
+        errors.append([(e.code, e.message) for r in engine.run() for e in r.errors])
+        assert engine.rows("reach") == []
+    assert errors[1] == errors[0] and errors[0][0][0] == "E307"
+
+
+def test_settings_the_meaning_needs_stay() -> None:
+    with pytest.raises(spark.SparkUnavailable) as caught:
+        spark._start("local[1]", {"spark.sql.ansi.enabled": "false"})
+    assert str(caught.value) == ("spark.sql.ansi.enabled is set by overlog (true): the "
+                                 "meaning of programs depends on it")
