@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import workloads  # noqa: E402
+from bench import workloads
 
 
 def main() -> None:
