@@ -197,11 +197,14 @@ class Limits:
 
 
 class Offload(Protocol):
-    """Evaluates a stratum of view rules elsewhere (Spark), from scratch: each head's rows
-    as the rules derive them from the store's current tables; None to leave it here."""
+    """Evaluates rules elsewhere (Spark), from scratch, from the store's current tables; None
+    leaves them here. ``evaluate``: a stratum's view rules, each head's rows. ``groups``: an
+    aggregate rule's groups, group key (the head's other columns) -> row."""
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  ) -> dict[str, set[Row]] | None: ...
+
+    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None: ...
 
 
 @dataclass(slots=True)
@@ -280,19 +283,20 @@ class Fixpoint:
                 self._insert(events, *self._snapshot(events))
             return
         plus, minus = self._snapshot([*views, *events, *aggregates])
-        if (self.offload is not None and not aggregates
-                and not any(self.keyed[r.head] for r in views)
-                and (any(plus.values()) or any(minus.values()) or self.initial)
-                and self._offloaded(views)):
-            if events:
-                self._insert(events, *self._snapshot(events))
-            return
+        offload = self.offload is not None and (
+            any(plus.values()) or any(minus.values()) or self.initial)
         for rule in aggregates:
-            self._aggregate(rule, plus, minus)
+            if not (offload and self._offloaded_groups(rule)):
+                self._aggregate(rule, plus, minus)
         if aggregates:  # aggregate heads changed: they seed this stratum's other rules
             grown, shrunk = self.store.changes({r.head for r in aggregates})
             plus.update(grown)
             minus.update(shrunk)
+        if (offload and views and not any(self.keyed[r.head] for r in views)
+                and self._offloaded(views)):
+            if events:
+                self._insert(events, *self._snapshot(events))
+            return
         overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
             self._insert(views, {}, {}, self._recompute(views))
@@ -353,6 +357,26 @@ class Fixpoint:
                 if row not in rows:
                     store.add(head, row)
             return
+        self._set_groups(rule, touched, fresh)
+
+    def _offloaded_groups(self, rule: _Rule) -> bool:
+        """Evaluate an aggregate rule's groups on the offload (Spark), all of them, and set
+        what changed; False when the offload leaves the rule to this fixpoint."""
+        if rule.head_event:
+            return False
+        fresh = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
+        if fresh is None:
+            return False
+        state = self.aggregate_state[rule.plan.index]
+        self.firings[f"stratum {self.stratum_of[rule.plan.index]} on Spark"] += sum(
+            state.get(key) != row for key, row in fresh.items())
+        self._set_groups(rule, set(state) | set(fresh), fresh)
+        return True
+
+    def _set_groups(self, rule: _Rule, touched: set[tuple], fresh: dict[tuple, Row]) -> None:
+        """Each touched group's row becomes its ``fresh`` one (or goes), with its support."""
+        store = self.store
+        head = rule.head
         state = self.aggregate_state[rule.plan.index]
         support = self.aggregate_support[head]
         for key in touched:

@@ -173,10 +173,14 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int]) -> str | No
     """Why these rules can never run on Spark with the local meaning, whatever the data
     (None: they may)."""
     for rule in rules:
-        if rule.aggregation is not None:
-            return "an aggregate"
+        aggregation = rule.aggregation
+        if aggregation is not None and aggregation.zero:
+            return "a count over events (count 0 for an event that matches nothing)"
+        if aggregation is not None and isinstance(aggregation.groups.driver, p.Unit):
+            return "an aggregate over no atom"
         for _, plan in rule.plans():
-            if isinstance(plan.driver, p.Seed) and plan is not rule.rederive:
+            if isinstance(plan.driver, p.Seed) and plan is not rule.rederive and (
+                    aggregation is None or plan is not aggregation.groups):
                 return "a plan seeded with bindings"
             for relation in {rule.head, *_relations(plan)}:
                 if arity[relation] == 0:
@@ -311,16 +315,15 @@ class Translator:
             frames: Mapping[str, DataFrame]) -> DataFrame:
         from pyspark.sql import functions as F
 
-        if plan.aggregate is not None:
-            raise Unsupported("an aggregate")
         match plan.driver:
             case p.Scan(binds=binds, checks=checks):
                 assert driver is not None
                 frame = self._bind(driver, binds, checks, {})
             case p.Unit():
                 frame = _Frame(self.spark.range(1).drop("id"), {})
-            case _:
-                raise Unsupported("a plan seeded with bindings")
+            case p.Seed(vars=names):  # ``driver`` has a column s0, s1, ... a variable
+                assert driver is not None
+                frame = _Frame(driver, {var: f"s{i}" for i, var in enumerate(names)})
         for op in plan.operators:
             match op:
                 case p.Join(relation=relation, key=key, key_terms=terms, binds=binds,
@@ -340,7 +343,10 @@ class Translator:
                 frame = _Frame(frame.frame.localCheckpoint(eager=True), frame.names)
         columns = [F.expr(self.expr(term, frame)[0]).alias(f"c{i}")
                    for i, term in enumerate(plan.project.terms)]
-        return frame.frame.select(*columns)
+        projected = frame.frame.select(*columns)
+        if plan.aggregate is None:
+            return projected
+        return _aggregate(projected, plan.aggregate)
 
     def _bind(self, rows: DataFrame, binds: p.Columns, checks: p.Checks,
               names: dict[str, str]) -> _Frame:
@@ -397,6 +403,35 @@ class Translator:
             frame = _Frame(frame.frame.filter(F.expr(test)), names)
         keep = sorted(set(names.values()))
         return _Frame(frame.frame.select(*keep), names)
+
+
+def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
+    """One row per group of the bag ``rows`` (every column but the aggregate's), with the
+    aggregate's meaning: ``sum`` and ``avg`` take numbers, and fail on a null (as ``min``
+    and ``max`` do when there is something to compare it with)."""
+    from pyspark.sql import functions as F
+
+    column = f"c{aggregate.position}"
+    kind = _type(dict(rows.dtypes)[column])
+    function = aggregate.function
+    nulls = f"count_if(`{column}` IS NULL) > 0"
+    if function == "count":
+        value = "count(1)"
+    elif function in ("min", "max"):
+        value = (f"CASE WHEN {nulls} AND count(1) > 1 THEN raise_error('cannot compare "
+                 f"null') ELSE {function}(`{column}`) END")
+    else:
+        if kind not in _NUMERIC:
+            raise Unsupported(f"{function}<> of {kind or 'null'} values")
+        value = (f"CASE WHEN {nulls} THEN raise_error('{function}<> of null') "
+                 f"ELSE {function}(`{column}`) END")
+        if kind == "double" or function == "avg":
+            value = f"nanvl({value}, CAST(raise_error('not a number') AS DOUBLE))"
+    group = [c for c in rows.columns if c != column]
+    result = rows.groupBy(*group).agg(F.expr(value).alias(column),
+                                      F.expr("count(1)").alias("bindings"))
+    # with no group column Spark aggregates nothing to one row; there is no group then
+    return result.filter("bindings > 0").select(*rows.columns)
 
 
 def _can_fail(op: p.Operator) -> bool:
@@ -507,6 +542,7 @@ class SparkStrata:
         self.conf = dict(conf or {})
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
         self.never: set[int] = set()  # strata that cannot run on Spark whatever the data
+        self.never_groups: set[int] = set()  # aggregate rules likewise
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
@@ -576,3 +612,49 @@ class SparkStrata:
                         found[rule.head].append(translate.run(
                             trigger.insert, delta[trigger.relation], every))
         raise Unsupported("more rounds than a step may take (the local backend reports it)")
+
+    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
+        """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule
+        runs locally (see ``local``)."""
+        stratum = rule.stratum
+        assert stratum is not None and rule.aggregation is not None
+        if rule.index in self.never_groups:
+            return None
+        reason = static_reason([rule], self.arity)
+        if reason is not None:
+            self.never_groups.add(rule.index)
+            self.local[stratum] = reason
+            return None
+        try:
+            rows = self._groups(session(self.master, self.conf), rule, store)
+        except Unsupported as why:
+            self.local[stratum] = str(why)
+            return None
+        except Exception as error:  # a failure inside Spark: the local backend reports it
+            if type(error).__module__.startswith(("pyspark", "py4j")):
+                return None
+            raise
+        group = rule.aggregation.group
+        return {tuple(row[i] for i in group): row for row in rows}
+
+    def _groups(self, spark: SparkSession, rule: p.RulePlan, store: Any) -> set[Row]:
+        from pyspark.sql import functions as F
+
+        aggregation = rule.aggregation
+        assert aggregation is not None
+        reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
+        frames = {name: frame_of(spark, store.rows(name), self.arity[name])
+                  for name in sorted(reads)}
+        translate = Translator(spark)
+        driver = aggregation.groups.driver
+        if isinstance(driver, p.Scan):  # a group column is an expression: the whole rule
+            seeds = frames[driver.relation]
+        else:  # the group keys of every binding, as the seeds' variables
+            assert isinstance(driver, p.Seed)
+            first = next((t for t in rule.triggers if not t.negated), None)
+            if first is None:
+                raise Unsupported("an aggregate over no atom")
+            keys = translate.run(first.insert, frames[first.relation], frames).distinct()
+            seeds = keys.select(*(F.col(f"c{column}").alias(f"s{i}")
+                                  for i, column in enumerate(driver.columns)))
+        return rows_of(translate.run(aggregation.groups, seeds, frames))

@@ -187,6 +187,17 @@ ALIKE = [
     # a lone surrogate, as a literal and as data
     ('s(1).\nt(X, "\\ud800") :- s(X).\n', [[("insert", "s", (2,))]]),
     ("t(X) :- s(X).\n", [[("insert", "s", ("\ud800",))]]),
+    # aggregates: nulls, no group, a group that empties, a view over the aggregate
+    ("s(X, sum<Y>) :- q(X, Y).\n", [[("insert", "q", (1, 2)), ("insert", "q", (1, None))]]),
+    ("m(min<Y>) :- q(_, Y).\n", [[("insert", "q", (1, None))], [("insert", "q", (2, 3))]]),
+    ("n(count<*>) :- q(_, _).\nbig(N) :- n(N), N > 1.\n",
+     [[("insert", "q", (1, 1)), ("insert", "q", (2, 2))], [("delete", "q", (1, 1))],
+      [("delete", "q", (2, 2))]]),
+    ('a(X, avg<Y>) :- q(X, Y).\nw(X, max<S>) :- r(X, S).\n',
+     [[("insert", "q", (1, 1)), ("insert", "q", (1, 2)), ("insert", "r", (1, "b")),
+       ("insert", "r", (1, "a"))]]),
+    ("s(sum<Y>) :- q(_, Y).\n", [[("insert", "q", (1, float("inf"))),
+                                   ("insert", "q", (2, float("-inf")))]]),
 ]
 
 
@@ -223,3 +234,17 @@ def test_settings_the_meaning_needs_stay() -> None:
         spark._start("local[1]", {"spark.sql.ansi.enabled": "false"})
     assert str(caught.value) == ("spark.sql.ansi.enabled is set by overlog (true): the "
                                  "meaning of programs depends on it")
+
+
+def test_aggregates_run_on_spark() -> None:
+    program = ("q(1, 2). q(1, 5). q(2, 7). q(3, null).\nc(X, count<Y>) :- q(X, Y).\n"
+               "lo(X, min<Y>) :- q(X, Y), Y != null.\n"
+               "t(X + 1, sum<Y>) :- q(X, Y), Y != null, Y > 1.\n")
+    here, there = Engine(program), Engine(program, backend="spark")
+    here.run()
+    (report,) = there.run()
+    assert there.spark.local == {}
+    assert report.firings == {"stratum 1 on Spark": 7}  # 3 + 2 + 2 groups
+    for name in ("c", "lo", "t"):
+        assert there.rows(name) == here.rows(name), name
+    assert there.rows("t") == [(2, 7), (3, 7)]
