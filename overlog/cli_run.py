@@ -10,6 +10,7 @@ import os
 import time
 from typing import Any, TextIO
 
+from overlog import parquetio
 from overlog import syntax as s
 from overlog.csvio import CsvError, format_row, read_rows
 from overlog.diagnostics import render
@@ -38,7 +39,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("-F", "--facts", metavar="DIR", help="load TABLE.csv files")
     run.add_argument("--header", action="store_true", help="CSV facts have a header line")
     run.add_argument("-D", "--output", metavar="DIR", help="write final tables as CSV")
-    run.add_argument("--output-format", choices=["csv", "parquet"], default="csv")
+    run.add_argument("--output-format", choices=["csv", "parquet"], default="csv",
+                     help="what -D writes (parquet needs pyarrow)")
     run.add_argument("--print", action="append", dest="print_tables", metavar="TABLE",
                      default=[])
     run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
@@ -129,8 +131,11 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spark_conf = dict(_setting(text) for text in args.spark_conf)
     if args.listen or args.transport:
         raise UsageError("real network transports are not available yet")
-    if args.output_format == "parquet":
-        raise UsageError("Parquet output needs the Spark backend, not available yet")
+    if args.output_format == "parquet" and args.output:
+        try:
+            parquetio.require()
+        except parquetio.ParquetError as error:
+            raise UsageError(str(error)) from None
     if args.steps is not None and args.steps < 0:
         raise UsageError("--steps must be >= 0")
     if args.until is not None and math.isnan(args.until):
@@ -231,7 +236,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not checked.relations[name].event:
             printer.final(name, engine.rows(name))
     if args.output:
-        _write_output(engine, args.output)
+        _write_output(engine, args.output, args.output_format)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
 
 
@@ -286,23 +291,26 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
         raise UsageError(f"--facts: {directory} is not a directory")
     for entry in sorted(os.listdir(directory)):
         base, ext = os.path.splitext(entry)
-        if ext == ".parquet":
-            raise UsageError("Parquet facts need the Spark backend, not available yet")
-        if ext != ".csv":
+        if ext not in (".csv", ".parquet"):
             continue
         relation = engine.plan.relations.get(base)
         if relation is None:
             print(f"overlog: warning: {os.path.join(directory, entry)}: the program has no "
                   f"relation `{base}`; skipped", file=err)
             continue
+        path = os.path.join(directory, entry)
         try:
-            for row in read_rows(os.path.join(directory, entry), relation.arity, header):
+            rows = (read_rows(path, relation.arity, header) if ext == ".csv" else
+                    parquetio.read_rows(path, relation.arity))
+            for row in rows:
                 if relation.event:
                     engine.generate_event(base, row, when=0.0)
                 else:
                     engine.insert(base, row)
-        except (CsvError, UnreadableSource) as error:
+        except (CsvError, UnreadableSource, parquetio.ParquetError) as error:
             raise UsageError(str(error)) from None
+        except (TypeError, ValueError) as error:  # a Parquet value that is no Overlog value
+            raise UsageError(f"{path}: {error}") from None
 
 
 def _check_output(directory: str) -> None:
@@ -317,17 +325,24 @@ def _check_output(directory: str) -> None:
         raise UsageError(f"-D: cannot write to {directory}: permission denied")
 
 
-def _write_output(engine, directory: str) -> None:
-    """Every persistent table as DIRECTORY/TABLE.csv: all written to temporary files first,
-    then renamed, so that a failure (a full disk) leaves no partial file behind."""
+def _write_output(engine, directory: str, fmt: str = "csv") -> None:
+    """Every persistent table as DIRECTORY/TABLE.csv (or .parquet): all written to temporary
+    files first, then renamed, so that a failure (a full disk, a Parquet column of two types)
+    leaves no partial file behind."""
     written: list[tuple[str, str]] = []
     try:
         for name, relation in engine.plan.relations.items():
             if relation.event:
                 continue
-            final = os.path.join(directory, f"{name}.csv")
-            temporary = os.path.join(directory, f".{name}.csv.{os.getpid()}.tmp")
+            final = os.path.join(directory, f"{name}.{fmt}")
+            temporary = os.path.join(directory, f".{name}.{fmt}.{os.getpid()}.tmp")
             written.append((temporary, final))
+            if fmt == "parquet":
+                try:
+                    parquetio.write_table(temporary, name, engine.rows(name), relation.arity)
+                except parquetio.ParquetError as error:
+                    raise UsageError(f"-D: {error}") from None
+                continue
             with open(temporary, "w", encoding="utf-8", newline="") as f:
                 for row in engine.rows(name):
                     f.write(format_row(row) + "\n")
