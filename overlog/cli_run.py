@@ -193,7 +193,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
                                          op=op)
     failed = 0
-    placed: set[int] = set()  # strata --trace said run locally
+    placed: set[str] = set()  # what --trace said runs locally
     interrupted = False
     progress = _is_terminal(err)
     last = time.monotonic()
@@ -207,11 +207,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 if args.trace:
                     _trace(report, err)
                     if engine.spark is not None:
-                        for stratum, reason in engine.spark.local.items():
-                            if stratum not in placed:
-                                placed.add(stratum)
-                                print(f"trace: stratum {stratum} runs locally: {reason}",
-                                      file=err)
+                        _trace_placement(engine, placed, err)
             if progress and time.monotonic() - last > 0.5:
                 last = time.monotonic()
                 err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
@@ -284,6 +280,18 @@ def _trace(report, err: TextIO) -> None:
     print(f"trace: step {report.step} @{report.time:g}: "
           f"{', '.join(fired) or 'no rule fired'}; {', '.join(changes) or 'no changes'}",
           file=err)
+
+
+def _trace_placement(engine, said: set[str], err: TextIO) -> None:
+    """Each stratum, and aggregate rule, that Spark left to the local backend (once)."""
+    rules = engine.plan.rules
+    where = [*(f"stratum {stratum}" for stratum in engine.spark.local),
+             *(rules[index].label for index in engine.spark.local_rules)]
+    reasons = [*engine.spark.local.values(), *engine.spark.local_rules.values()]
+    for what, reason in zip(where, reasons, strict=True):
+        if what not in said:
+            said.add(what)
+            print(f"trace: {what} runs locally: {reason}", file=err)
 
 
 def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:

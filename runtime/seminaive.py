@@ -199,12 +199,14 @@ class Limits:
 class Offload(Protocol):
     """Evaluates rules elsewhere (Spark), from scratch, from the store's current tables; None
     leaves them here. ``evaluate``: a stratum's view rules, each head's rows. ``groups``: an
-    aggregate rule's groups, group key (the head's other columns) -> row."""
+    aggregate rule's groups, group key (the head's other columns) -> row, and how many
+    bindings they aggregate."""
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  ) -> dict[str, set[Row]] | None: ...
 
-    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None: ...
+    def groups(self, rule: p.RulePlan, store: Any,
+               ) -> tuple[dict[tuple, Row], int] | None: ...
 
 
 @dataclass(slots=True)
@@ -293,6 +295,7 @@ class Fixpoint:
             plus.update(grown)
             minus.update(shrunk)
         if (offload and views and not any(self.keyed[r.head] for r in views)
+                and not {r.head for r in views} & {r.head for r in aggregates}
                 and self._offloaded(views)):
             if events:
                 self._insert(events, *self._snapshot(events))
@@ -364,9 +367,12 @@ class Fixpoint:
         what changed; False when the offload leaves the rule to this fixpoint."""
         if rule.head_event:
             return False
-        fresh = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
-        if fresh is None:
+        found = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
+        if found is None:
             return False
+        fresh, bindings = found
+        if bindings > self.budget.left:
+            return False  # evaluated here, which says whether its groups pass the limit
         state = self.aggregate_state[rule.plan.index]
         self.firings[f"stratum {self.stratum_of[rule.plan.index]} on Spark"] += sum(
             state.get(key) != row for key, row in fresh.items())
@@ -374,15 +380,16 @@ class Fixpoint:
         return True
 
     def _set_groups(self, rule: _Rule, touched: set[tuple], fresh: dict[tuple, Row]) -> None:
-        """Each touched group's row becomes its ``fresh`` one (or goes), with its support."""
+        """Each touched group's row becomes its ``fresh`` one (or goes), with its support:
+        every old row goes before any new one comes (so that a keyed head's key freed by one
+        group can be taken by another, whatever the order of the groups)."""
         store = self.store
         head = rule.head
         state = self.aggregate_state[rule.plan.index]
         support = self.aggregate_support[head]
-        for key in touched:
-            old, new = state.get(key), fresh.get(key)
-            if old == new:
-                continue
+        changed = [key for key in touched if state.get(key) != fresh.get(key)]
+        for key in changed:
+            old = state.get(key)
             store.on_rollback(_restore_group, (state, key, old))
             if old is not None:
                 del state[key]
@@ -391,6 +398,8 @@ class Fixpoint:
                 if (not support.get(old) and old in store.rows(head)
                         and old not in store.asserted(head)):
                     store.remove(head, old)  # another rule may rederive it
+        for key in changed:
+            new = fresh.get(key)
             if new is not None:
                 state[key] = new
                 store.on_rollback(_count, (support, new, -1))

@@ -420,18 +420,19 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     elif function in ("min", "max"):
         value = (f"CASE WHEN {nulls} AND count(1) > 1 THEN raise_error('cannot compare "
                  f"null') ELSE {function}(`{column}`) END")
-    else:
-        if kind not in _NUMERIC:
-            raise Unsupported(f"{function}<> of {kind or 'null'} values")
-        value = (f"CASE WHEN {nulls} THEN raise_error('{function}<> of null') "
-                 f"ELSE {function}(`{column}`) END")
-        if kind == "double" or function == "avg":
-            value = f"nanvl({value}, CAST(raise_error('not a number') AS DOUBLE))"
+    elif function == "sum" and kind == "bigint":
+        value = (f"CASE WHEN {nulls} THEN raise_error('sum<> of null') "
+                 f"ELSE sum(`{column}`) END")
+    elif function == "avg":  # locally: the exact sum, divided once
+        raise Unsupported("avg<> (Spark averages in floating point)")
+    else:  # a float sum depends on the order of its terms
+        raise Unsupported(f"sum<> of {kind or 'null'} values" + (
+            " (Spark adds floats in another order)" if kind == "double" else ""))
     group = [c for c in rows.columns if c != column]
     result = rows.groupBy(*group).agg(F.expr(value).alias(column),
                                       F.expr("count(1)").alias("bindings"))
     # with no group column Spark aggregates nothing to one row; there is no group then
-    return result.filter("bindings > 0").select(*rows.columns)
+    return result.filter("bindings > 0").select(*rows.columns, "bindings")
 
 
 def _can_fail(op: p.Operator) -> bool:
@@ -543,6 +544,7 @@ class SparkStrata:
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
         self.never: set[int] = set()  # strata that cannot run on Spark whatever the data
         self.never_groups: set[int] = set()  # aggregate rules likewise
+        self.local_rules: dict[int, str] = {}  # aggregate rule -> why it last ran locally
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
@@ -613,9 +615,9 @@ class SparkStrata:
                             trigger.insert, delta[trigger.relation], every))
         raise Unsupported("more rounds than a step may take (the local backend reports it)")
 
-    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
-        """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule
-        runs locally (see ``local``)."""
+    def groups(self, rule: p.RulePlan, store: Any) -> tuple[dict[tuple, Row], int] | None:
+        """An aggregate rule's groups (key -> row) evaluated on Spark, with how many
+        bindings they aggregate, or None: the rule runs locally (see ``local_rules``)."""
         stratum = rule.stratum
         assert stratum is not None and rule.aggregation is not None
         if rule.index in self.never_groups:
@@ -623,19 +625,21 @@ class SparkStrata:
         reason = static_reason([rule], self.arity)
         if reason is not None:
             self.never_groups.add(rule.index)
-            self.local[stratum] = reason
+            self.local_rules[rule.index] = reason
             return None
         try:
             rows = self._groups(session(self.master, self.conf), rule, store)
         except Unsupported as why:
-            self.local[stratum] = str(why)
+            self.local_rules[rule.index] = str(why)
             return None
         except Exception as error:  # a failure inside Spark: the local backend reports it
             if type(error).__module__.startswith(("pyspark", "py4j")):
                 return None
             raise
+        self.local_rules.pop(rule.index, None)
         group = rule.aggregation.group
-        return {tuple(row[i] for i in group): row for row in rows}
+        return ({tuple(row[i] for i in group): row[:-1] for row in rows},
+                sum(row[-1] for row in rows))
 
     def _groups(self, spark: SparkSession, rule: p.RulePlan, store: Any) -> set[Row]:
         from pyspark.sql import functions as F

@@ -263,3 +263,18 @@ def test_an_input_whose_rival_was_blamed_stands() -> None:
         ('key conflict: bal("b", 2) and bal("b", 3) written to the same key in one step',
          (("event", "xfer", ("b", "c", 3, 4)),))]
     assert eng.rows("bal") == [("a", 1), ("b", 2), ("c", 5), ("d", 6)]
+
+
+def test_a_key_freed_by_one_group_can_be_taken_by_another() -> None:
+    """A keyed aggregate head: group (1, 10) loses its rows as group (1, 20) gains one, in
+    one step; the old row goes before the new one comes, whatever the order of the groups."""
+    eng = overlog.Engine("materialize(m, infinity, infinity, keys(1)).\n"
+                         "m(X, Y, count<Z>) :- q(X, Y, Z).\n")
+    for row in [(1, 10, "a"), (2, 0, "z"), (3, 0, "z")]:
+        eng.insert("q", row)
+    eng.run()
+    eng.delete("q", (1, 10, "a"))
+    eng.insert("q", (1, 20, "a"))
+    (report,) = eng.run()
+    assert report.errors == []
+    assert eng.rows("m") == [(1, 20, 1), (2, 0, 1), (3, 0, 1)]
