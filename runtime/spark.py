@@ -1,9 +1,10 @@
-"""The Spark executor: a stratum of view rules evaluated by Spark, from the same plans.
+"""The Spark executor: strata of view rules, and aggregate rules, evaluated by Spark, from
+the same plans.
 
 A stratum runs here when its placement says so (``--backend spark``: every stratum that can);
 its semi-naive loop runs in Spark, every relation it reads crossing once as Arrow: each round
 joins the new rows of the stratum's relations (the delta) with the others, keeps only rows not
-derived before (an anti-join), and cuts the lineage (a local checkpoint) so that rounds stay
+derived before (a set difference), and cuts the lineage (a local checkpoint) so that rounds stay
 cheap. The result comes back as the stratum's rows, which the fixpoint puts in its store.
 
 Spark is an accelerator, never the reference: a stratum it cannot run as the local backend
@@ -407,8 +408,10 @@ class Translator:
 
 def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     """One row per group of the bag ``rows`` (every column but the aggregate's), with the
-    aggregate's meaning: ``sum`` and ``avg`` take numbers, and fail on a null (as ``min``
-    and ``max`` do when there is something to compare it with)."""
+    aggregate's meaning, and a last column: how many bindings the group has. ``sum`` of ints
+    fails on a null, as ``min`` and ``max`` do when there is something to compare it with;
+    a float ``sum`` and ``avg`` are Unsupported (their result depends on the order of the
+    terms, and on how the division is done)."""
     from pyspark.sql import functions as F
 
     column = f"c{aggregate.position}"
@@ -529,10 +532,11 @@ def _union(frames: list[DataFrame], head: str) -> DataFrame:
 
 
 class SparkStrata:
-    """Evaluates strata of view rules on Spark, from scratch, for the fixpoint: the
-    stratum's head relations as the rules derive them from the current tables. A stratum
-    Spark cannot run with the local meaning is remembered with its reason, and runs
-    locally."""
+    """Evaluates on Spark, from scratch, for the fixpoint (its ``Offload``): a stratum's view
+    rules (``evaluate``: each head's rows as the rules derive them from the current
+    tables) and aggregate rules (``groups``). What Spark cannot run with the local meaning
+    runs locally, its reason kept in ``local`` (by stratum) or ``local_rules`` (by rule);
+    a reason that holds whatever the data is kept for good."""
 
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
 
