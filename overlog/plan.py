@@ -2,7 +2,8 @@
 
 ``compile_program(source) -> ProgramPlan`` (``overlog/compile.py``). A ProgramPlan holds the
 relations, the strata, and for every rule each plan variant the fixpoint executes; a backend
-(``runtime/local.py`` today, Spark next) only evaluates plans, and ``overlog explain`` prints
+(``runtime/local.py``, and ``runtime/spark.py`` for whole strata) only evaluates plans, and
+``overlog explain`` prints
 exactly this structure (``format_program_plan``).
 
 A ``Plan`` is set-at-a-time friendly: a driver (the seed batch the fixpoint hands in: rows
