@@ -3,8 +3,7 @@
 ``compile_program(source) -> ProgramPlan`` (``overlog/compile.py``). A ProgramPlan holds the
 relations, the strata, and for every rule each plan variant the fixpoint executes; a backend
 (``runtime/local.py``, and ``runtime/spark.py`` for whole strata) only evaluates plans, and
-``overlog explain`` prints
-exactly this structure (``format_program_plan``).
+``overlog explain`` prints exactly this structure (``format_program_plan``).
 
 A ``Plan`` is set-at-a-time friendly: a driver (the seed batch the fixpoint hands in: rows
 of a relation, values of pre-bound variables, or one empty binding), then joins on key
