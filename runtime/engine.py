@@ -132,7 +132,8 @@ class Engine:
         if backend == "spark":
             from overlog.runtime.spark import SparkStrata
 
-            self.spark = SparkStrata(relations, spark_master, spark_conf)
+            self.spark = SparkStrata(relations, spark_master, spark_conf,
+                                     self.user_functions.keys())
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()

@@ -170,9 +170,10 @@ def _check_value(value: Any) -> None:
         raise Unsupported("-0.0 (Spark writes it 0.0)")
 
 
-def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int]) -> str | None:
+def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
+                  user: Set[str] = frozenset()) -> str | None:
     """Why these rules can never run on Spark with the local meaning, whatever the data
-    (None: they may)."""
+    (None: they may). ``user``: the engine's user functions (they may shadow built-ins)."""
     for rule in rules:
         aggregation = rule.aggregation
         if aggregation is not None and aggregation.zero:
@@ -188,7 +189,8 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int]) -> str | No
                     return f"`{relation}` has no fields"
             for expr in _exprs(plan):
                 for call in p.expr_calls(expr):
-                    return f"{call.function}() has no Spark equivalent yet"
+                    if call.function not in SPARK_FUNCTIONS or call.function in user:
+                        return f"{call.function}() has no Spark equivalent yet"
                 if _has_list(expr):
                     return "a list"
     return None
@@ -300,8 +302,8 @@ class Translator:
                 return _not_null(f"(- {text})"), kind
             case p.Arith(op=op, left=left, right=right):
                 return _arith(op, *self.expr(left, frame), *self.expr(right, frame))
-            case p.Call(function=function):
-                raise Unsupported(f"{function}() has no Spark equivalent yet")
+            case p.Call(function=function, args=args):
+                return _call(function, [self.expr(arg, frame) for arg in args])
         raise Unsupported("a list expression")
 
     def condition(self, op: str, left: str, ta: str | None, right: str, tb: str | None) -> str:
@@ -467,6 +469,31 @@ def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str
     return text, kind
 
 
+# built-in functions Spark runs with the local meaning (for the argument types _call takes)
+SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_min", "f_max"})
+
+
+def _call(function: str, args: list[tuple[str, str | None]]) -> tuple[str, str | None]:
+    """A built-in function call as Spark SQL (runtime/builtins.py has the local meaning)."""
+    kinds = [kind for _, kind in args]
+    if function == "f_size":  # of a string: its length in code points
+        ((text, kind),) = args
+        if kind != "string":
+            raise Unsupported(f"f_size() of {kind or 'null'} values")
+        return f"coalesce(char_length({text}), raise_error('f_size of null'))", "bigint"
+    if function == "f_concat":  # values as Overlog writes them; null is "null"
+        if any(kind not in ("string", "bigint", "boolean", None) for kind in kinds):
+            raise Unsupported(f"f_concat() of {' and '.join(sorted(map(str, kinds)))} values")
+        parts = [f"coalesce(CAST({text} AS STRING), 'null')" for text, _ in args]
+        return f"concat({', '.join(parts)})", "string"
+    (a, ta), (b, tb) = args  # f_min, f_max: of two values of one type, neither null
+    if ta is None or tb is None or ta != tb:
+        raise Unsupported(f"{function}() of {ta or 'null'} and {tb or 'null'} values")
+    pick = "least" if function == "f_min" else "greatest"
+    return (f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN raise_error('cannot compare null') "
+            f"ELSE {pick}({a}, {b}) END)"), ta
+
+
 def _not_null(text: str) -> str:
     return f"coalesce({text}, raise_error('a null operand'))"
 
@@ -541,8 +568,9 @@ class SparkStrata:
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
 
     def __init__(self, relations: Mapping[str, Any], master: str = "local[2]",
-                 conf: Mapping[str, str] | None = None) -> None:
+                 conf: Mapping[str, str] | None = None, user: Set[str] = frozenset()) -> None:
         self.arity = {name: rel.arity for name, rel in relations.items()}
+        self.user = user  # the engine's user functions, as they are registered
         self.master = master
         self.conf = dict(conf or {})
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
@@ -561,7 +589,7 @@ class SparkStrata:
         assert stratum is not None  # deferred rules run locally
         if stratum in self.never:
             return None
-        reason = static_reason(rules, self.arity)
+        reason = static_reason(rules, self.arity, self.user)
         if reason is not None:
             self.never.add(stratum)
             self.local[stratum] = reason
@@ -626,7 +654,7 @@ class SparkStrata:
         assert stratum is not None and rule.aggregation is not None
         if rule.index in self.never_groups:
             return None
-        reason = static_reason([rule], self.arity)
+        reason = static_reason([rule], self.arity, self.user)
         if reason is not None:
             self.never_groups.add(rule.index)
             self.local_rules[rule.index] = reason

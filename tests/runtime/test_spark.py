@@ -76,13 +76,13 @@ def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
 
 
 @pytest.mark.parametrize(("program", "reason"), [
-    ('q(1). q(2).\np(X, Y) :- q(X), Y := f_size("ab").\n', "f_size() has no Spark equivalent"
-                                                            " yet"),
+    ('q(1). q(2).\np(X, Y) :- q(X), Y := f_car([X]).\n', "f_car() has no Spark equivalent"
+                                                          " yet"),
     ("q(1). q([1, 2]).\np(X) :- q(X).\n", "a list value"),
     ('q(1). q("a").\np(X) :- q(X).\n', "a column holding bigint and string values"),
     ("q(1, 2.5).\np(X) :- q(X, Y), X < Y.\n", "comparing bigint with double values"),
     ("q(-0.0).\np(X) :- q(X).\n", "-0.0 (Spark writes it 0.0)"),
-    ("q(1).\np(X, Y) :- q(X), Y := f_size([1]).\n", "f_size() has no Spark equivalent yet"),
+    ("q(1).\np(X, Y) :- q(X), Y := f_size([1]).\n", "a list"),
     ("q().\np(1) :- q().\n", "`q` has no fields"),
 ])
 def test_what_spark_cannot_run_alike_runs_locally(program: str, reason: str) -> None:
@@ -161,12 +161,12 @@ def test_spark_flags_are_checked(args: list[str], message: str) -> None:
 
 
 def test_trace_says_where_strata_ran(tmp_path: Path) -> None:
-    (tmp_path / "p.olg").write_text('q(1). q(2).\np(X, Y) :- q(X), Y := f_size("ab").\n'
+    (tmp_path / "p.olg").write_text('q(1). q(2).\np(X, Y) :- q(X), Y := f_last([X]).\n'
                                     "r(X) :- q(X), notin p(X, 3).\n")
     code, _, err = run_cli(["run", "p.olg", "--backend", "spark", "--trace"], cwd=tmp_path)
     assert (code, err.splitlines()) == (0, [
         "trace: step 1 @0: rule 1 derived 2, stratum 1 on Spark derived 2; +2 q, +2 p, +2 r",
-        "trace: stratum 0 runs locally: f_size() has no Spark equivalent yet"])
+        "trace: stratum 0 runs locally: f_last() has no Spark equivalent yet"])
 
 
 # (program, inputs of each step: (op, relation, row)): steps local and Spark must agree on
@@ -198,6 +198,12 @@ ALIKE = [
        ("insert", "r", (1, "a"))]]),
     ("s(sum<Y>) :- q(_, Y).\n", [[("insert", "q", (1, float("inf"))),
                                    ("insert", "q", (2, float("-inf")))]]),
+    # built-in functions Spark runs: string sizes, concatenation, least and greatest
+    ('v(1, "ab", true). v(2, "", false). v(3, "\U0001d11e\u00e9", null).\n'
+     'w(X, f_size(S), f_concat(S, "-", X, "-", B)) :- v(X, S, _), v(X, _, B).\n', []),
+    ('v(1, null).\nw(X, f_size(S)) :- v(X, S).\n', [[("insert", "v", (2, "x"))]]),
+    ('v(1, 2, "a", "b"). v(5, 3, "z", "y").\nw(f_min(X, Y), f_max(S, T)) :- v(X, Y, S, T).\n',
+     [[("insert", "v", (None, 1, "c", "d"))]]),
     # float sums and averages stay local (their result depends on the order of the terms)
     ("s(sum<Y>) :- q(_, Y).\n", [[("insert", "q", (i, v)) for i, v in
                                    enumerate([1e16, 1.0, 1.0, -1e16])]]),
@@ -231,6 +237,17 @@ def test_edge_cases_run_alike(program: str, steps: list) -> None:
         for name, relation in here.relations.items():
             if not relation.event:
                 assert there.rows(name) == here.rows(name), name
+
+
+def test_a_user_function_shadowing_a_built_in_runs_locally() -> None:
+    program = 'v("ab").\nw(f_size(S)) :- v(S).\n'
+    functions = {"f_size": lambda s: 42}
+    here = Engine(program, functions=functions)
+    there = Engine(program, functions=functions, backend="spark")
+    here.run()
+    there.run()
+    assert there.rows("w") == here.rows("w") == [(42,)]
+    assert there.spark.local == {0: "f_size() has no Spark equivalent yet"}
 
 
 def test_step_limits_hold_for_aggregates_on_spark() -> None:
