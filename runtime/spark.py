@@ -229,11 +229,14 @@ def _has_list(expr: p.Expr) -> bool:
 
 
 def _raises(expr: p.Expr) -> bool:
-    """Whether evaluating ``expr`` can fail (arithmetic: on null, by zero, to NaN)."""
+    """Whether evaluating ``expr`` can fail (arithmetic: on null, by zero, to NaN; a
+    function: on what it does not take)."""
     match expr:
         case p.Arith() | p.Negate():
             return True
-        case p.Call(args=args) | p.MakeList(items=args):
+        case p.Call(function=function, args=args):
+            return function != "f_concat" or any(_raises(a) for a in args)
+        case p.MakeList(items=args):
             return any(_raises(a) for a in args)
     return False
 
@@ -480,7 +483,8 @@ def _call(function: str, args: list[tuple[str, str | None]]) -> tuple[str, str |
         ((text, kind),) = args
         if kind != "string":
             raise Unsupported(f"f_size() of {kind or 'null'} values")
-        return f"coalesce(char_length({text}), raise_error('f_size of null'))", "bigint"
+        return (f"CAST(coalesce(char_length({text}), raise_error('f_size of null')) AS BIGINT)",
+                "bigint")
     if function == "f_concat":  # values as Overlog writes them; null is "null"
         if any(kind not in ("string", "bigint", "boolean", None) for kind in kinds):
             raise Unsupported(f"f_concat() of {' and '.join(sorted(map(str, kinds)))} values")

@@ -202,6 +202,12 @@ ALIKE = [
     ('v(1, "ab", true). v(2, "", false). v(3, "\U0001d11e\u00e9", null).\n'
      'w(X, f_size(S), f_concat(S, "-", X, "-", B)) :- v(X, S, _), v(X, _, B).\n', []),
     ('v(1, null).\nw(X, f_size(S)) :- v(X, S).\n', [[("insert", "v", (2, "x"))]]),
+    # a function that can fail is evaluated where nothing uses it, and before an empty join
+    ('q(1, null). q(2, "a").\np(X) :- q(X, S), Y := f_size(S).\n', []),
+    ("q(1, null, 2). q(2, 1, 2).\np(X) :- q(X, A, B), Y := f_min(A, B).\n", []),
+    ("materialize(r, infinity, infinity, keys(1)).\nq(1, null). q(2, \"a\").\n"
+     "p(X) :- q(X, S), r(f_size(S)).\n", []),
+    ('q("ab"). q("c").\np(Z) :- q(S), Y := f_size(S), Z := f_min(Y, 5).\n', []),
     ('v(1, 2, "a", "b"). v(5, 3, "z", "y").\nw(f_min(X, Y), f_max(S, T)) :- v(X, Y, S, T).\n',
      [[("insert", "v", (None, 1, "c", "d"))]]),
     # float sums and averages stay local (their result depends on the order of the terms)
