@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from overlog.errors import ParseError
-from overlog.limits import MAX_INT_DIGITS, int_from_text, int_text
+from overlog.limits import MAX_INT_DIGITS, int_from_text
 from overlog.parser import parse
 from overlog.printer import format_value
 from overlog.source import read_text
@@ -87,7 +87,7 @@ def parse_records(text: str, path: str = "<csv>") -> Iterator[tuple[int, list[An
 
 def _bare(cell: str) -> Any:
     if _INT.match(cell):
-        if len(cell) > MAX_INT_DIGITS + 1:  # converting is quadratic in the digits
+        if len(cell.lstrip("+-")) > MAX_INT_DIGITS:  # converting is quadratic in the digits
             raise _CellError(f"an integer of {len(cell.lstrip('+-')):,} digits (the limit "
                              f"is {MAX_INT_DIGITS:,})")
         return int_from_text(cell)
@@ -147,17 +147,14 @@ def read_rows(path: str, arity: int, header: bool = False) -> Iterator[tuple]:
 
 
 def format_cell(value: Any) -> str:
+    """A value as a cell: a string bare where it reads back as itself, quoted otherwise;
+    anything else as Overlog writes it (a list on one line, its strings escaped)."""
     if isinstance(value, str):
-        plain = (value and isinstance(_bare(value), str) and value == value.strip()
-                 and not value.startswith("[") and not any(c in value for c in ',"\r\n'))
+        plain = (value and not (_INT.match(value) or _FLOAT.match(value) or value in _WORDS)
+                 and value == value.strip() and not value.startswith("[")
+                 and not any(c in value for c in ',"\r\n'))
         return value if plain else '"' + value.replace('"', '""') + '"'
-    if isinstance(value, tuple):
-        return format_value(value)  # an Overlog list: its strings escaped, on one line
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int_text(value)
-    return format_value(value)  # null, true, false, infinity, -infinity
+    return format_value(value)
 
 
 def format_row(row: Iterable[Any]) -> str:

@@ -74,8 +74,7 @@ def _too_deep(statements: list[s.Statement]) -> s.Term | None:
     stack: list[tuple[object, int]] = [
         (statement, 0) for statement in reversed(statements)
         if not isinstance(statement, s.FactRows)  # facts of literals: nothing nested
-        and not (isinstance(statement, s.Fact)
-                 and all(type(a) is s.Const for a in statement.atom.args))]
+        and not (isinstance(statement, s.Fact) and statement.values_only)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, _TERMS):

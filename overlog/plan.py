@@ -308,6 +308,8 @@ class StratumPlan:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FactPlan:
+    """A fact with expressions (calls, arithmetic): evaluated when the engine loads it."""
+
     relation: str
     event: bool
     location: int | None
@@ -317,7 +319,8 @@ class FactPlan:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FactRowsPlan:
-    """Facts of literals of one relation (a FactRows): their rows, in the engine's values."""
+    """Facts of values of one relation (a FactRows, or one fact): their rows, in the engine's
+    values."""
 
     relation: str
     event: bool

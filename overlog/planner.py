@@ -386,28 +386,35 @@ def _timers(program: s.Program) -> tuple[tuple[float, float], ...]:
             if isinstance(literal, s.Atom) and literal.name == PERIODIC:
                 period = literal.args[2].value  # type: ignore[union-attr]
                 count = literal.args[3].value if literal.arity == 4 else math.inf  # type: ignore
-                # typed: periods 1 and 1.0 are two timers, as they are two values
-                found.setdefault((type(period), period, type(count), count), (period, count))
+                # periods 1 and 1.0 are two timers, as they are two values
+                found.setdefault(internal_row((period, count)), (period, count))
     return tuple(found.values())
+
+
+def _fact_plan(fact: s.Fact | s.FactRows) -> p.FactPlan | p.FactRowsPlan:
+    """Facts of values as their rows; a fact with expressions as the expressions."""
+    if isinstance(fact, s.FactRows):
+        return p.FactRowsPlan(relation=fact.name, event=fact.event,
+                              location=fact.locs[0] if fact.locs else None,
+                              rows=tuple(map(internal_row, fact.rows)), span=fact.span)
+    atom = fact.atom
+    location = atom.locs[0] if atom.locs else None
+    if fact.values_only:
+        return p.FactRowsPlan(relation=atom.name, event=atom.event, location=location,
+                              rows=(internal_row(tuple(a.value for a in atom.args)),),
+                              span=fact.span)
+    return p.FactPlan(relation=atom.name, event=atom.event, location=location,
+                      values=tuple(lower(a) for a in atom.args), span=fact.span)
 
 
 def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
     program = checked.program
-    facts = tuple(
-        p.FactRowsPlan(relation=f.name, event=f.event,
-                       location=f.locs[0] if f.locs else None,
-                       rows=tuple(map(internal_row, f.rows)), span=f.span)
-        if isinstance(f, s.FactRows) else
-        p.FactPlan(relation=f.atom.name, event=f.atom.event,
-                   location=f.atom.locs[0] if f.atom.locs else None,
-                   values=tuple(lower(a) for a in f.atom.args), span=f.span)
-        for f in program.statements
-        if isinstance(f, s.FactRows) or (isinstance(f, s.Fact)
-                                         and f.atom.name != NATIVE_HANDLER))
+    facts = tuple(_fact_plan(f) for f in program.statements
+                  if isinstance(f, s.FactRows) or (isinstance(f, s.Fact)
+                                                   and f.atom.name != NATIVE_HANDLER))
     calls = tuple((node.name, node.span) for statement in program.statements
                   if not isinstance(statement, s.FactRows)  # values only: no call
-                  and not (isinstance(statement, s.Fact)
-                           and all(type(a) is s.Const for a in statement.atom.args))
+                  and not (isinstance(statement, s.Fact) and statement.values_only)
                   for node in s.walk(statement)
                   if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
     return p.ProgramPlan(

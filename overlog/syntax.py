@@ -165,6 +165,11 @@ class Fact:
     atom: Atom
     span: Span | None = _span
 
+    @property
+    def values_only(self) -> bool:
+        """Every argument a literal (no call, no arithmetic, nothing nested)."""
+        return all(type(a) is Const for a in self.atom.args)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Materialize:

@@ -8,6 +8,7 @@ rows in Python sets with hash indexes; a Spark backend keeps them as DataFrames.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from overlog.analysis import Relation
 
 Row = tuple
+UNCAPPED = sys.maxsize  # an evaluator's cap when its rows are not the step's new tuples
 
 
 class PlanFailure(Exception):

@@ -27,7 +27,7 @@ from overlog.diagnostics import Diagnostic
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.limits import recursion_room
-from overlog.plan import Const, FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
+from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
 from overlog.runtime.backend import BackendFactory, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -37,6 +37,7 @@ from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES, EvaluationError, Fixpoint, Limits
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
+from overlog.source import read_text
 from overlog.values import NotAValue, internal, internal_row, python, python_row
 
 ERROR_RELATION = "error"
@@ -157,8 +158,7 @@ class Engine:
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:
-        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is skipped
-            return cls(f.read(), path, **options)
+        return cls(read_text(path), path, **options)  # UTF-8; a byte-order mark skipped
 
     @property
     def checked(self):
@@ -248,8 +248,7 @@ class Engine:
 
     def rows(self, relation: str) -> list[Row]:
         self._relation(relation)
-        with recursion_room():  # comparing values that nest MAX_NESTING deep
-            return sorted_rows(self.store.rows(relation))
+        return sorted_rows(self.store.rows(relation))
 
     def next_time(self) -> float | None:
         """When the next timed input is due: a queued event or a soft-state expiry."""
@@ -417,9 +416,7 @@ class Engine:
         Nothing when some failure cannot be traced to an input: then the step bisects."""
         if not failure.drivers:
             return []
-        by_row: dict[tuple[str, Row], int] = {}
-        for position, given in enumerate(inputs):
-            by_row.setdefault((given[1], given[2]), position)
+        by_row = _positions(inputs)
         blamed: dict[int, StepError] = {}
         for relation, row, error in failure.drivers:
             position = by_row.get((relation, row))
@@ -530,8 +527,7 @@ class Engine:
 
         first, (second, rule) = itertools.islice(next(iter(conflicts.values())).items(), 2)
         failure = _Failure(error(rule, (first[0], second)))
-        position = {(relation, row): i for i, (_, relation, row) in reversed(
-            list(enumerate(inputs)))}
+        position = _positions(inputs)
         written: dict[int, tuple[RulePlan, list[tuple[Any, Row]]]] = {}  # by rule index
         for key, rows in conflicts.items():
             for row, rule in rows.items():
@@ -685,12 +681,8 @@ class Engine:
 
     def _load_facts(self) -> None:
         for fact in self.plan.facts:
-            if isinstance(fact, FactRowsPlan):
-                rows: Sequence[Row] = fact.rows
-            elif all(type(value) is Const for value in fact.values):  # values only
-                rows = (tuple(value.value for value in fact.values),)  # type: ignore[union-attr]
-            else:
-                rows = (self._fact_row(fact),)
+            rows: Sequence[Row] = (fact.rows if isinstance(fact, FactRowsPlan) else
+                                   (self._fact_row(fact),))
             location, relation = fact.location, fact.relation
             if location is not None:
                 here = [row for row in rows if row[location] == self.address]
@@ -757,6 +749,14 @@ class Engine:
             raise TypeError(f"`{rel.name}`: {error}") from None
         except ValueError as error:
             raise ValueError(f"`{rel.name}`: {error}") from None
+
+
+def _positions(inputs: list[tuple[str, str, Row]]) -> dict[tuple[str, Row], int]:
+    """(relation, row) -> the first place in the step's inputs that gives it."""
+    found: dict[tuple[str, Row], int] = {}
+    for place, (_, relation, row) in enumerate(inputs):
+        found.setdefault((relation, row), place)
+    return found
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:

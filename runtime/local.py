@@ -1,9 +1,12 @@
 """The local backend: compiles each plan to a Python function of nested loops over the local
 store's hash indexes.
 
-A prepared plan is ``run(seed, exclude={}, cap) -> rows``: for each seed (a driver row, the values
-of pre-bound variables, or once for a ``Unit`` driver) it walks the operators and collects
-the projected rows (a set; a bag, then one row per group, under an ``Aggregate``). Joins on
+A prepared plan is ``run(seed, exclude={}, cap=UNCAPPED) -> rows``: for each seed (a driver
+row, the values of pre-bound variables, or once for a ``Unit`` driver) it walks the
+operators and collects the projected rows (a set; a bag, then one row per group, under an
+``Aggregate``), raising Overflow between seeds once they pass ``cap``. A seed whose
+expressions fail is recorded and the batch goes on: the PlanFailure raised at the end
+carries every failing seed. Joins on
 the ``old`` version skip the rows in ``exclude[relation]``; ``prior`` joins also read the
 rows removed in the step. Rows are unpacked into locals and index lookups are set up once per
 call, before the loops. The generated source is registered with ``linecache``, so tracebacks
@@ -16,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
-import sys
 import threading
 import weakref
 from collections import defaultdict
@@ -25,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
 from overlog.limits import recursion_room
-from overlog.runtime.backend import FunctionError, Overflow, PlanFailure, guard_functions
+from overlog.runtime.backend import (
+    UNCAPPED,
+    FunctionError,
+    Overflow,
+    PlanFailure,
+    guard_functions,
+)
 from overlog.runtime.builtins import ARITHMETIC, aggregate, negate
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
 
@@ -159,8 +167,8 @@ class _Codegen:
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_neg": negate,
             **{_HELPERS[op]: fn for op, fn in ARITHMETIC.items()},
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
-            "PlanFailure": PlanFailure, "_failed": _failed, "FunctionError": FunctionError,
-            "Overflow": Overflow, "UNCAPPED": sys.maxsize,
+            "PlanFailure": PlanFailure, "_failed": _failed,
+            "Overflow": Overflow, "UNCAPPED": UNCAPPED,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops

@@ -1,4 +1,5 @@
-"""What a step did (``StepReport``), and the total order of values used to sort rows."""
+"""What a step did (``StepReport``), and rows sorted in the total order of values
+(``overlog.values``) as users see them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 
 from overlog.errors import OverlogError
+from overlog.limits import recursion_room
 from overlog.printer import format_tuple
 from overlog.runtime.events import Outbound
 from overlog.values import python_row, sort_key
@@ -62,11 +64,12 @@ class StepReport:
 def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     """Rows in the total order of values, as the plain Python values users see."""
     rows = list(rows)  # an iterator would be spent by a first, failed attempt
-    try:
-        rows.sort()  # same-typed columns: the common, fast case
-    except TypeError:
-        rows.sort(key=lambda row: tuple(sort_key(v) for v in row))
-    return [python_row(row) for row in rows]
+    with recursion_room():  # comparing and converting values that nest MAX_NESTING deep
+        try:
+            rows.sort()  # same-typed columns: the common, fast case
+        except TypeError:
+            rows.sort(key=lambda row: tuple(sort_key(v) for v in row))
+        return [python_row(row) for row in rows]
 
 
 def sorted_tuples(relation: str, rows: Iterable[Row]) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from overlog import plan as p
 from overlog.printer import format_tuple
-from overlog.runtime.backend import Backend, Evaluator, Overflow, PlanFailure, Row
+from overlog.runtime.backend import UNCAPPED, Backend, Evaluator, Overflow, PlanFailure, Row
 from overlog.runtime.builtins import ValueFault
 from overlog.values import comparison_error
 
@@ -31,7 +31,8 @@ NOTHING: Mapping[str, Set[Row]] = {}
 
 class EvaluationError(Exception):
     """A rule failed while evaluating: carries the runtime error code (E301 evaluation, E302
-    division by zero, E303 key conflict), the rule and its binding. When the plan was driven
+    division by zero, E303 key conflict of a derived row, E307 step limit), the rule and
+    its binding. When the plan was driven
     by rows of a relation (``source``), ``failures`` holds every failing one of the batch
     with its own (code, message, binding): the inputs to blame."""
 
@@ -110,10 +111,13 @@ class _Rule:
 
     def run(self, evaluator: Evaluator, seed: Iterable[tuple],
             exclude: Mapping[str, Set[Row]] = NOTHING, source: str | None = None,
-            ) -> Collection[Row]:
-        """The evaluator's rows; ``source`` names the relation the seed rows come from."""
+            capped: bool = True) -> Collection[Row]:
+        """The evaluator's rows; ``source`` names the relation the seed rows come from.
+        Plans that derive the step's new tuples are capped by the tuple budget; plans that
+        only find rows (groups to recompute, over-deletion, rederivation, sources) are
+        not: their rows are not new tuples."""
         try:
-            return evaluator(seed, exclude, self.budget.left)
+            return evaluator(seed, exclude, self.budget.left if capped else UNCAPPED)
         except Overflow as overflow:
             raise EvaluationError(
                 "E307", self.plan, f"step limit: more than {self.budget.max_tuples:,} new "
@@ -142,11 +146,13 @@ class _Rule:
         driver = aggregation.groups.driver
         if isinstance(driver, p.Seed):
             columns = driver.columns
-            rows = self.run(self.groups, [tuple(key[c] for c in columns) for key in wanted])
+            rows = self.run(self.groups, [tuple(key[c] for c in columns) for key in wanted],
+                            capped=False)
         elif isinstance(driver, p.Scan):  # the whole rule, from all rows of its first atom
-            rows = self.run(self.groups, store.rows(driver.relation), source=driver.relation)
+            rows = self.run(self.groups, store.rows(driver.relation), source=driver.relation,
+                            capped=False)
         else:
-            rows = self.run(self.groups, ())
+            rows = self.run(self.groups, (), capped=False)
         group = aggregation.group
         result = {}
         for row in rows:
@@ -161,7 +167,8 @@ class _Rule:
         for relation, evaluator in self.zero:
             seed = store.added(relation)
             if seed:
-                keys.update(dict.fromkeys(self.run(evaluator, seed, source=relation)))
+                keys.update(dict.fromkeys(self.run(evaluator, seed, source=relation,
+                                                   capped=False)))
         position = self.aggregation.position  # type: ignore[union-attr]
         return [(*key[:position], 0, *key[position:]) for key in keys if key not in found]
 
@@ -199,14 +206,12 @@ class Limits:
 class Offload(Protocol):
     """Evaluates rules elsewhere (Spark), from scratch, from the store's current tables; None
     leaves them here. ``evaluate``: a stratum's view rules, each head's rows. ``groups``: an
-    aggregate rule's groups, group key (the head's other columns) -> row, and how many
-    bindings they aggregate."""
+    aggregate rule's groups, group key (the head's other columns) -> row."""
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  ) -> dict[str, set[Row]] | None: ...
 
-    def groups(self, rule: p.RulePlan, store: Any,
-               ) -> tuple[dict[tuple, Row], int] | None: ...
+    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None: ...
 
 
 @dataclass(slots=True)
@@ -239,10 +244,8 @@ class Fixpoint:
                       for r in plan.rules]
         # each stratum's rules by role: views, event heads, aggregates
         self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
-        self.stratum_of: dict[int, int] = {}  # rule index -> stratum
         for stratum in plan.strata:
             rules = [self.rules[i] for i in stratum.rules]
-            self.stratum_of.update((i, stratum.index) for i in stratum.rules)
             self.strata.append((
                 [r for r in rules if not r.head_event and r.aggregation is None],
                 [r for r in rules if r.head_event and r.aggregation is None],
@@ -326,7 +329,7 @@ class Fixpoint:
             return False  # past a step limit: evaluated here, which reports it (E307)
         self.budget.left -= count
         self.new_rows += count
-        label = f"stratum {self.stratum_of[views[0].plan.index]} on Spark"
+        label = f"stratum {views[0].plan.stratum} on Spark"
         for head, rows in found.items():
             gone = self._derived_only(head, set(store.rows(head)) - rows)
             if gone:
@@ -339,15 +342,15 @@ class Fixpoint:
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         touched: set[tuple] = set()
         if self.initial and rule.start is not None:
-            touched.update(rule.run(rule.start, ()))
+            touched.update(rule.run(rule.start, (), capped=False))
         for trigger in rule.triggers:
             grow, shrink = (minus, plus) if trigger.negated else (plus, minus)
             if grow.get(trigger.relation):
                 touched.update(rule.run(trigger.insert, grow[trigger.relation],
-                                                 source=trigger.relation))
+                                        source=trigger.relation, capped=False))
             if shrink.get(trigger.relation) and trigger.delete is not None:
                 touched.update(rule.run(trigger.delete, shrink[trigger.relation],
-                                                 source=trigger.relation))
+                                        source=trigger.relation, capped=False))
         if not touched and not rule.zero:
             return
         fresh = rule.evaluate_groups(touched, self.store)
@@ -367,14 +370,11 @@ class Fixpoint:
         what changed; False when the offload leaves the rule to this fixpoint."""
         if rule.head_event:
             return False
-        found = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
-        if found is None:
+        fresh = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
+        if fresh is None:
             return False
-        fresh, bindings = found
-        if bindings > self.budget.left:
-            return False  # evaluated here, which says whether its groups pass the limit
         state = self.aggregate_state[rule.plan.index]
-        self.firings[f"stratum {self.stratum_of[rule.plan.index]} on Spark"] += sum(
+        self.firings[f"stratum {rule.plan.stratum} on Spark"] += sum(
             state.get(key) != row for key, row in fresh.items())
         self._set_groups(rule, set(state) | set(fresh), fresh)
         return True
@@ -441,7 +441,8 @@ class Fixpoint:
                         if trigger.negated else delta.get(trigger.relation)
                     if seed and trigger.delete is not None:
                         found[rule.head].update(rule.run(trigger.delete, seed,
-                                                                  source=trigger.relation))
+                                                         source=trigger.relation,
+                                                         capped=False))
             first = False
             delta = {}
             for name, rows in found.items():
@@ -494,7 +495,7 @@ class Fixpoint:
             candidates = overdeleted.get(rule.head)
             if not candidates or rule.rederive is None:
                 continue
-            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates)):
+            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates), capped=False):
                 if row in candidates and self._add_derived(rule, row):
                     rederived.setdefault(rule.head, set()).add(row)
         return rederived
@@ -605,7 +606,8 @@ class Fixpoint:
         new = {t.relation: self.store.added(t.relation) for t in rule.triggers}
         for trigger in rule.triggers:
             for seed in new[trigger.relation]:
-                for row in rule.run(trigger.insert, (seed,), new, trigger.relation):
+                for row in rule.run(trigger.insert, (seed,), new, trigger.relation,
+                                    capped=False):
                     if row in wanted:
                         found[row].append((trigger.relation, seed))
         return found

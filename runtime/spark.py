@@ -324,7 +324,7 @@ class Translator:
         match plan.driver:
             case p.Scan(binds=binds, checks=checks):
                 assert driver is not None
-                frame = self._bind(driver, binds, checks, {})
+                frame = self._bind(driver, binds, checks)
             case p.Unit():
                 frame = _Frame(self.spark.range(1).drop("id"), {})
             case p.Seed(vars=names):  # ``driver`` has a column s0, s1, ... a variable
@@ -354,17 +354,14 @@ class Translator:
             return projected
         return _aggregate(projected, plan.aggregate)
 
-    def _bind(self, rows: DataFrame, binds: p.Columns, checks: p.Checks,
-              names: dict[str, str]) -> _Frame:
-        """``rows`` (columns c0, c1, ...) with ``binds`` as new variable columns and
-        ``checks`` applied; the row's own columns dropped."""
+    def _bind(self, rows: DataFrame, binds: p.Columns, checks: p.Checks) -> _Frame:
+        """``rows`` (columns c0, c1, ...) as bindings: its columns renamed apart, ``binds``
+        naming the variables they hold, ``checks`` applied."""
         from pyspark.sql import functions as F
 
         prefix = self.fresh()
         renamed = rows.select(*(F.col(c).alias(f"{prefix}_{c}") for c in rows.columns))
-        names = dict(names)
-        for column, var in binds:
-            names[var] = f"{prefix}_c{column}"
+        names = {var: f"{prefix}_c{column}" for column, var in binds}
         frame = _Frame(renamed, names)
         for column, expr in checks:
             test = self.condition("==", f"`{prefix}_c{column}`",
@@ -413,10 +410,9 @@ class Translator:
 
 def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     """One row per group of the bag ``rows`` (every column but the aggregate's), with the
-    aggregate's meaning, and a last column: how many bindings the group has. ``sum`` of ints
-    fails on a null, as ``min`` and ``max`` do when there is something to compare it with;
-    a float ``sum`` and ``avg`` are Unsupported (their result depends on the order of the
-    terms, and on how the division is done)."""
+    aggregate's meaning: ``sum`` of ints fails on a null, as ``min`` and ``max`` do when
+    there is something to compare it with; a float ``sum`` and ``avg`` are Unsupported
+    (their result depends on the order of the terms, and on how the division is done)."""
     from pyspark.sql import functions as F
 
     column = f"c{aggregate.position}"
@@ -440,7 +436,7 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     result = rows.groupBy(*group).agg(F.expr(value).alias(column),
                                       F.expr("count(1)").alias("bindings"))
     # with no group column Spark aggregates nothing to one row; there is no group then
-    return result.filter("bindings > 0").select(*rows.columns, "bindings")
+    return result.filter("bindings > 0").select(*rows.columns)
 
 
 def _can_fail(op: p.Operator) -> bool:
@@ -591,23 +587,31 @@ class SparkStrata:
         """Each head's rows, or None: the stratum runs locally (see ``local``)."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
-        if stratum in self.never:
+        return self._attempt(stratum, self.never, self.local, rules,
+                             lambda spark: self._evaluate(spark, rules, store, max_rounds))
+
+    def _attempt(self, key: int, never: set[int], reasons: dict[int, str],
+                 rules: list[p.RulePlan], work: Any) -> Any:
+        """``work(spark)`` for ``rules`` (a stratum's, or one aggregate rule, named by
+        ``key``), or None when they run locally: why goes into ``reasons``, and into
+        ``never`` when it holds whatever the data."""
+        if key in never:
             return None
         reason = static_reason(rules, self.arity, self.user)
         if reason is not None:
-            self.never.add(stratum)
-            self.local[stratum] = reason
+            never.add(key)
+            reasons[key] = reason
             return None
         try:
-            found = self._evaluate(session(self.master, self.conf), rules, store, max_rounds)
+            found = work(session(self.master, self.conf))
         except Unsupported as why:  # these tables, this step: tried again when they change
-            self.local[stratum] = str(why)
+            reasons[key] = str(why)
             return None
         except Exception as error:  # a failure inside Spark: the local backend reports it
             if type(error).__module__.startswith(("pyspark", "py4j")):
                 return None
             raise
-        self.local.pop(stratum, None)
+        reasons.pop(key, None)
         return found
 
     def _evaluate(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
@@ -651,31 +655,16 @@ class SparkStrata:
                             trigger.insert, delta[trigger.relation], every))
         raise Unsupported("more rounds than a step may take (the local backend reports it)")
 
-    def groups(self, rule: p.RulePlan, store: Any) -> tuple[dict[tuple, Row], int] | None:
-        """An aggregate rule's groups (key -> row) evaluated on Spark, with how many
-        bindings they aggregate, or None: the rule runs locally (see ``local_rules``)."""
-        stratum = rule.stratum
-        assert stratum is not None and rule.aggregation is not None
-        if rule.index in self.never_groups:
+    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
+        """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule
+        runs locally (see ``local_rules``)."""
+        assert rule.aggregation is not None
+        rows = self._attempt(rule.index, self.never_groups, self.local_rules, [rule],
+                             lambda spark: self._groups(spark, rule, store))
+        if rows is None:
             return None
-        reason = static_reason([rule], self.arity, self.user)
-        if reason is not None:
-            self.never_groups.add(rule.index)
-            self.local_rules[rule.index] = reason
-            return None
-        try:
-            rows = self._groups(session(self.master, self.conf), rule, store)
-        except Unsupported as why:
-            self.local_rules[rule.index] = str(why)
-            return None
-        except Exception as error:  # a failure inside Spark: the local backend reports it
-            if type(error).__module__.startswith(("pyspark", "py4j")):
-                return None
-            raise
-        self.local_rules.pop(rule.index, None)
         group = rule.aggregation.group
-        return ({tuple(row[i] for i in group): row[:-1] for row in rows},
-                sum(row[-1] for row in rows))
+        return {tuple(row[i] for i in group): row for row in rows}
 
     def _groups(self, spark: SparkSession, rule: p.RulePlan, store: Any) -> set[Row]:
         from pyspark.sql import functions as F

@@ -93,6 +93,3 @@ def _find(target: str, module_name: str, function: str) -> Callable:
                           f"`{function}`")
     return handler
 
-
-STANDARD = Natives()  # the standard library's handlers only
-resolve = STANDARD.resolve

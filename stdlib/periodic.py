@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 
 from overlog.runtime.events import EventAPI
+from overlog.values import internal_row
 
 RELATION = "periodic"
 ERROR = "error"  # error[Step, Relation, Row, Message]
@@ -23,7 +24,7 @@ def install(engine: EventAPI) -> None:
     if not schedule:
         return
     ids = itertools.count(1)
-    fired: dict[tuple, int] = {}  # typed (Period, Count) -> firings seen
+    fired: dict[tuple, int] = {}  # (Period, Count) as values -> firings seen
     due: dict[int, float] = {}  # firing id -> when it was due (until it is seen)
 
     def fire(timer: tuple[float, float], when: float) -> None:
@@ -35,7 +36,7 @@ def install(engine: EventAPI) -> None:
     def rearm(event: tuple) -> None:
         timer = (event[2], event[3])
         when = due.pop(event[1], None)
-        key = _typed(timer)
+        key = internal_row(timer)  # periods 1 and 1.0 are two timers
         if event[0] != engine.address or key not in fired or when is None:
             return
         fired[key] += 1
@@ -48,13 +49,8 @@ def install(engine: EventAPI) -> None:
             rearm(row)
 
     for timer in schedule:
-        fired[_typed(timer)] = 0
+        fired[internal_row(timer)] = 0
         fire(timer, engine.now + timer[0])
     engine.register_listener(RELATION, None, rearm)
     engine.register_listener(ERROR, None, rearm_quarantined)
 
-
-def _typed(timer: tuple[float, float]) -> tuple:
-    """A timer as a key that keeps Period 1 and 1.0 apart (two timers, as two values)."""
-    period, count = timer
-    return (type(period), period, type(count), count)

@@ -53,6 +53,7 @@ def test_cells_read_as_documented() -> None:
     ("[1, X]", "t.csv:1: not a list of values: [1, X]"),
     ('1\n[1, "x]', "t.csv:2: unterminated string in a list"),
     ("1\n" + "7" * 100_002, "t.csv:2: an integer of 100,002 digits (the limit is 100,000)"),
+    ("-" + "7" * 100_001, "t.csv:1: an integer of 100,001 digits (the limit is 100,000)"),
 ])
 def test_malformed_cells_are_located(text: str, message: str) -> None:
     with pytest.raises(CsvError) as caught:
@@ -67,3 +68,11 @@ def test_a_header_is_skipped_and_arity_checked(tmp_path: Path) -> None:
     assert next(rows) == (1, 2)
     with pytest.raises(CsvError, match=r"t.csv:3: expected 2 fields, got 1"):
         next(rows)
+
+
+def test_a_string_of_many_digits_is_written_quoted_and_read_back() -> None:
+    """A string that would read as an integer past the digit limit is still a string that
+    reads as one: quoted, and read back as the string."""
+    digits = "7" * 100_002
+    assert format_row((digits, "-" + "7" * 100_000)) == f'"{digits}","-{"7" * 100_000}"'
+    assert list(parse_records(format_row((digits,)))) == [(1, [digits])]

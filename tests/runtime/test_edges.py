@@ -278,3 +278,15 @@ def test_a_key_freed_by_one_group_can_be_taken_by_another() -> None:
     (report,) = eng.run()
     assert report.errors == []
     assert eng.rows("m") == [(1, 20, 1), (2, 0, 1), (3, 0, 1)]
+
+
+def test_the_tuple_limit_counts_new_tuples_not_the_rows_plans_read() -> None:
+    """Recomputing a group reads every row of it; only the group's row is new."""
+    eng = overlog.Engine("cnt(count<X>) :- n(X).\n", max_tuples=100)
+    for i in range(60):
+        eng.insert("n", (i,))
+    eng.run()
+    for i in range(60, 120):
+        eng.insert("n", (i,))
+    assert [e for r in eng.run() for e in r.errors] == []
+    assert eng.rows("cnt") == [(120,)]
