@@ -204,12 +204,17 @@ class Limits:
 
 
 class Offload(Protocol):
-    """Evaluates rules elsewhere (Spark), from scratch, from the store's current tables; None
-    leaves them here. ``evaluate``: a stratum's view rules, each head's rows. ``groups``: an
-    aggregate rule's groups, group key (the head's other columns) -> row."""
+    """Evaluates rules elsewhere (Spark); None leaves them here. ``evaluate``: a stratum's
+    view rules, given the step's changes so far (relation -> rows added, rows removed): each
+    head's rows to add and rows no longer derived; ``forget``: the result was not taken
+    (evaluate that stratum afresh next time). ``groups``: an aggregate rule's groups, group
+    key (the head's other columns) -> row."""
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
-                 ) -> dict[str, set[Row]] | None: ...
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 ) -> dict[str, tuple[set[Row], set[Row]]] | None: ...
+
+    def forget(self, stratum: int, store: Any) -> None: ...
 
     def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None: ...
 
@@ -299,7 +304,7 @@ class Fixpoint:
             minus.update(shrunk)
         if (offload and views and not any(self.keyed[r.head] for r in views)
                 and not {r.head for r in views} & {r.head for r in aggregates}
-                and self._offloaded(views)):
+                and self._offloaded(views, plus, minus)):
             if events:
                 self._insert(events, *self._snapshot(events))
             return
@@ -314,29 +319,32 @@ class Fixpoint:
         if events:  # they fire on what is new in the step: rederived rows are not
             self._insert(events, *self._snapshot(events))
 
-    def _offloaded(self, views: list[_Rule]) -> bool:
-        """Evaluate the views on the offload (Spark) from scratch and put what changed in
-        the store; False when the offload leaves the stratum to this fixpoint."""
-        found = self.offload.evaluate(  # type: ignore[union-attr]
-            [r.plan for r in views], self.store, self.limits.max_rounds)
+    def _offloaded(self, views: list[_Rule], plus: dict, minus: dict) -> bool:
+        """Evaluate the views on the offload (Spark) and put what changed in the store;
+        False when the offload leaves the stratum to this fixpoint."""
+        offload = self.offload
+        assert offload is not None
+        found = offload.evaluate([r.plan for r in views], self.store, self.limits.max_rounds,
+                                 plus, minus)
         if found is None:
             return False
-        store = self.store
-        new = {head: rows - store.rows(head) for head, rows in found.items()}
-        count = sum(map(len, new.values()))
+        stratum = views[0].plan.stratum
+        count = sum(len(new) for new, _ in found.values())
         if count > self.budget.left or (self.deadline is not None
                                         and time.monotonic() > self.deadline):
+            offload.forget(stratum, self.store)
             return False  # past a step limit: evaluated here, which reports it (E307)
         self.budget.left -= count
         self.new_rows += count
-        label = f"stratum {views[0].plan.stratum} on Spark"
-        for head, rows in found.items():
-            gone = self._derived_only(head, set(store.rows(head)) - rows)
+        store = self.store
+        label = f"stratum {stratum} on Spark"
+        for head, (new, old) in found.items():
+            gone = self._derived_only(head, old)
             if gone:
                 store.remove_many(head, gone)
-            if new[head]:
-                store.add_many(head, new[head])
-                self.firings[label] += len(new[head])
+            if new:
+                store.add_many(head, new)
+                self.firings[label] += len(new)
         return True
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -535,9 +536,9 @@ def _relations(plan: p.Plan) -> set[str]:
     return found | {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
 
 
-def _union(frames: list[DataFrame], head: str) -> DataFrame:
-    """The rows of several rules for one head, their column types made one (a column with
-    only nulls takes the others' type; two types in a column keep the stratum local)."""
+def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
+    """Frames of one relation with their column types made one (a column with only nulls
+    takes the others' type; two types in a column keep the stratum local)."""
     from pyspark.sql import functions as F
 
     kinds: list[str | None] = [None] * len(frames[0].columns)
@@ -549,27 +550,47 @@ def _union(frames: list[DataFrame], head: str) -> DataFrame:
                     raise Unsupported(f"`{head}` gets {kinds[i]} and {kind} values in "
                                       f"field {i + 1}")
                 kinds[i] = kind
-    typed = [frame.select(*(F.col(c).cast(kind) if kind else F.col(c)
-                            for c, kind in zip(frame.columns, kinds, strict=True)))
-             for frame in frames]
+    if all(_type(kind) == want for frame in frames
+           for (_, kind), want in zip(frame.dtypes, kinds, strict=True)):
+        return frames
+    return [frame.select(*(F.col(c).cast(kind) if kind else F.col(c)
+                           for c, kind in zip(frame.columns, kinds, strict=True)))
+            for frame in frames]
+
+
+def _union(frames: list[DataFrame], head: str) -> DataFrame:
+    """The rows of several frames of one relation, as one (see ``_unify``)."""
+    typed = _unify(frames, head)
     result = typed[0]
     for frame in typed[1:]:
         result = result.union(frame)
     return result
 
 
+@dataclass(slots=True)
+class _Resident:
+    """What a stratum left in Spark at the end of its last evaluation there: the relations
+    it reads and its heads, as the store held them then (checkpointed DataFrames)."""
+
+    inputs: dict[str, DataFrame]
+    totals: dict[str, DataFrame]
+
+
 class SparkStrata:
-    """Evaluates on Spark, from scratch, for the fixpoint (its ``Offload``): a stratum's view
-    rules (``evaluate``: each head's rows as the rules derive them from the current
-    tables) and aggregate rules (``groups``). What Spark cannot run with the local meaning
-    runs locally, its reason kept in ``local`` (by stratum) or ``local_rules`` (by rule);
-    a reason that holds whatever the data is kept for good."""
+    """Evaluates on Spark, for the fixpoint (its ``Offload``): a stratum's view rules
+    (``evaluate``) and aggregate rules (``groups``). A stratum's tables stay in Spark between
+    steps (``resident``): a step that only adds rows it reads is evaluated from those rows
+    (semi-naive, as locally), one that removes rows (or adds rows to a negated relation)
+    afresh. What Spark cannot run with the local meaning runs locally, its reason kept in
+    ``local`` (by stratum) or ``local_rules`` (by rule); a reason that holds whatever the
+    data is kept for good."""
 
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
 
     def __init__(self, relations: Mapping[str, Any], master: str = "local[2]",
                  conf: Mapping[str, str] | None = None, user: Set[str] = frozenset()) -> None:
         self.arity = {name: rel.arity for name, rel in relations.items()}
+        self.events = {name for name, rel in relations.items() if rel.event}
         self.user = user  # the engine's user functions, as they are registered
         self.master = master
         self.conf = dict(conf or {})
@@ -577,18 +598,48 @@ class SparkStrata:
         self.never: set[int] = set()  # strata that cannot run on Spark whatever the data
         self.never_groups: set[int] = set()  # aggregate rules likewise
         self.local_rules: dict[int, str] = {}  # aggregate rule -> why it last ran locally
+        self.resident: dict[int, _Resident] = {}  # stratum -> its tables in Spark
+        self.incremental = 0  # evaluations that started from the step's new rows
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
         session(self.master, self.conf)
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
-                 ) -> dict[str, set[Row]] | None:
-        """Each head's rows, or None: the stratum runs locally (see ``local``)."""
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """What the views' evaluation changes, given the step's changes so far (``plus``,
+        ``minus``): each head's rows to add and rows no longer derived; or None: the
+        stratum runs locally (see ``local``). The stratum's resident tables follow (back
+        again if the store rolls back); the fixpoint calls ``forget`` when it does not
+        take the result."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
-        return self._attempt(stratum, self.never, self.local, rules,
-                             lambda spark: self._evaluate(spark, rules, store, max_rounds))
+        found = self._attempt(stratum, self.never, self.local, rules, lambda spark:
+                              self._evaluate(spark, rules, store, max_rounds, plus, minus))
+        if found is None:
+            self.forget(stratum, store)
+            return None
+        changes, resident = found
+        self._keep(stratum, resident, store)
+        return changes
+
+    def forget(self, stratum: int, store: Any) -> None:
+        """The store no longer holds what the stratum left in Spark: evaluate it afresh."""
+        self._keep(stratum, None, store)
+
+    def _keep(self, stratum: int, resident: _Resident | None, store: Any) -> None:
+        before = self.resident.pop(stratum, None)
+        if resident is not None:
+            self.resident[stratum] = resident
+        if before is not resident:
+            store.on_rollback(self._restore, (stratum, before))
+
+    def _restore(self, args: tuple[int, _Resident | None]) -> None:
+        stratum, before = args
+        self.resident.pop(stratum, None)
+        if before is not None:
+            self.resident[stratum] = before
 
     def _attempt(self, key: int, never: set[int], reasons: dict[int, str],
                  rules: list[p.RulePlan], work: Any) -> Any:
@@ -614,38 +665,85 @@ class SparkStrata:
         reasons.pop(key, None)
         return found
 
+    def _inputs(self, spark: SparkSession, names: list[str], store: Any,
+                before: _Resident | None, plus: Mapping[str, set[Row]],
+                minus: Mapping[str, set[Row]]) -> dict[str, DataFrame]:
+        """The relations the stratum reads, as the store holds them now: what stayed
+        resident, with the step's changes applied, or crossed from the store."""
+        frames = {}
+        for name in names:
+            frame = before.inputs.get(name) if before is not None else None
+            if frame is None:
+                frames[name] = frame_of(spark, store.rows(name), self.arity[name])
+                continue
+            if minus.get(name):
+                frame = frame.subtract(frame_of(spark, minus[name], self.arity[name]))
+            if plus.get(name):
+                frame = _union([frame, frame_of(spark, plus[name], self.arity[name])], name)
+            if minus.get(name) or plus.get(name):
+                frame = frame.coalesce(self.PARTITIONS).localCheckpoint(eager=True)
+            frames[name] = frame
+        return frames
+
     def _evaluate(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
-                  max_rounds: int) -> dict[str, set[Row]]:
+                  max_rounds: int, plus: Mapping[str, set[Row]],
+                  minus: Mapping[str, set[Row]],
+                  ) -> tuple[dict[str, tuple[set[Row], set[Row]]], _Resident | None]:
+        stratum = rules[0].stratum
         heads = sorted({rule.head for rule in rules})
         reads = set().union(*(_relations(plan) for rule in rules for _, plan in rule.plans()))
-        frames = {name: frame_of(spark, store.rows(name), self.arity[name])
-                  for name in sorted(reads - set(heads))}
-        total = {head: frame_of(spark, store.asserted(head), self.arity[head])
-                 for head in heads}
+        names = sorted(reads - set(heads))
+        negated = {t.relation for rule in rules for t in rule.triggers if t.negated}
+        before = self.resident.get(stratum)  # type: ignore[arg-type]
+        frames = self._inputs(spark, names, store, before, plus, minus)
         translate = Translator(spark)
         found: dict[str, list[DataFrame]] = {head: [] for head in heads}
-        every = {**frames, **total}
-        for rule in rules:
-            if rule.start is not None:
-                found[rule.head].append(translate.run(rule.start, None, every))
-            first = next((t for t in rule.triggers if not t.negated), None)
-            if first is not None:  # its plan reads every other atom in full
-                found[rule.head].append(translate.run(first.insert, every[first.relation],
-                                                      every))
+        incremental = before is not None and not any(
+            minus.get(name) for name in (*names, *heads)) and not any(
+            plus.get(name) for name in negated)
+        if incremental:  # what is new derives from the step's new rows (semi-naive)
+            assert before is not None
+            self.incremental += 1
+            total = {head: _union([before.totals[head], frame_of(
+                spark, plus[head], self.arity[head])], head).localCheckpoint(eager=True)
+                if plus.get(head) else before.totals[head] for head in heads}
+            every = {**frames, **total}
+            new = {name: frame_of(spark, plus[name], self.arity[name])
+                   for name in (*names, *heads) if plus.get(name)}
+            for rule in rules:
+                for trigger in rule.triggers:
+                    if not trigger.negated and trigger.relation in new:
+                        found[rule.head].append(translate.run(
+                            trigger.insert, new[trigger.relation], every))
+        else:  # afresh, from the rows asserted in the heads
+            total = {head: frame_of(spark, store.asserted(head), self.arity[head])
+                     for head in heads}
+            every = {**frames, **total}
+            for rule in rules:
+                if rule.start is not None:
+                    found[rule.head].append(translate.run(rule.start, None, every))
+                first = next((t for t in rule.triggers if not t.negated), None)
+                if first is not None:  # its plan reads every other atom in full
+                    found[rule.head].append(translate.run(first.insert,
+                                                          every[first.relation], every))
+        derived: dict[str, set[Row]] = {head: set() for head in heads}
         for _ in range(max_rounds + 1):  # the last finds nothing new
             delta = {}
             for head, outputs in found.items():
                 if not outputs:
                     continue
-                new = _union([total[head], *outputs], head).distinct()
-                new = new.subtract(total[head]).localCheckpoint(eager=True)
-                if new.isEmpty():
-                    continue
-                delta[head] = new
-                total[head] = _union([total[head], new], head).coalesce(self.PARTITIONS)\
+                typed = _unify([total[head], *outputs], head)
+                new_rows = _union(typed[1:], head).subtract(typed[0])\
                     .localCheckpoint(eager=True)
+                rows = rows_of(new_rows)
+                if not rows:
+                    continue
+                derived[head] |= rows
+                delta[head] = new_rows
+                total[head] = _union([typed[0], new_rows], head)\
+                    .coalesce(self.PARTITIONS).localCheckpoint(eager=True)
             if not delta:
-                return {head: rows_of(frame) for head, frame in total.items()}
+                break
             every = {**frames, **total}
             found = {head: [] for head in heads}
             for rule in rules:
@@ -653,7 +751,18 @@ class SparkStrata:
                     if not trigger.negated and trigger.relation in delta:
                         found[rule.head].append(translate.run(
                             trigger.insert, delta[trigger.relation], every))
-        raise Unsupported("more rounds than a step may take (the local backend reports it)")
+        else:
+            raise Unsupported("more rounds than a step may take (the local backend reports "
+                              "it)")
+        resident = None if reads & self.events else _Resident(frames, total)
+        if incremental:
+            return {head: (rows, set()) for head, rows in derived.items()}, resident
+        changes = {}
+        for head, rows in derived.items():
+            rows |= store.asserted(head)
+            held = store.rows(head)
+            changes[head] = (rows - held, held - rows)
+        return changes, resident
 
     def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
         """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule

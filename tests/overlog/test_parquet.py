@@ -31,7 +31,8 @@ def tables(draw) -> tuple[int, list[tuple]]:
     return len(kinds), rows
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables())
 def test_written_tables_read_back_the_same(tmp_path: Path, table) -> None:
     arity, rows = table

@@ -298,3 +298,34 @@ def test_aggregates_run_on_spark() -> None:
     for name in ("c", "lo", "t"):
         assert there.rows(name) == here.rows(name), name
     assert there.rows("t") == [(2, 7), (3, 7)]
+
+
+def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
+    """Insertions are evaluated from the new rows against the stratum's resident tables; a
+    deletion, or a new row of a negated relation, evaluates afresh; a step rolled back
+    restores what stayed in Spark."""
+    program = (TC + "far(X, Y) :- reach(X, Y), notin link(X, Y).\n"
+               "bad(Z) :- boom(X), Z := 6 / X.\n")
+    here, there = Engine(program), Engine(program, backend="spark")
+    steps = [
+        [("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+        [("insert", "link", (3, 4))],  # reach: incremental; far: afresh (link is negated)
+        [("insert", "link", (4, 1)), ("insert", "boom", (0,))],  # boom fails, link stays
+        [("insert", "link", (4, 5))],
+        [("delete", "link", (2, 3))],  # afresh
+        [("insert", "link", (2, 3))],
+    ]
+    counts, errors = [], []
+    for batch in steps:
+        for engine in (here, there):
+            for op, relation, row in batch:
+                getattr(engine, op)(relation, row)
+            errors.append([(e.code, e.quarantined) for r in engine.run() for e in r.errors])
+        for name in ("reach", "far", "bad"):
+            assert there.rows(name) == here.rows(name), name
+        counts.append(there.spark.incremental)
+    # step 3 runs twice (the second time without boom), from the same resident tables
+    assert counts == [0, 1, 3, 4, 4, 5]
+    assert errors[4] == errors[5] == [("E302", (("insert", "boom", (0,)),))]
+    assert there.rows("reach") == [(x, y) for x in (1, 2, 3, 4) for y in (1, 2, 3, 4, 5)]
+    assert there.spark.local == {}

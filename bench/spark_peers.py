@@ -1,0 +1,369 @@
+"""Our Spark backend beside its peers, on the same seeded inputs, in one process:
+
+    python bench/spark_peers.py CASE [CASE ...] [--only spark,hand,local,duckdb]
+
+CASE is `tc-chain:N` (closure of a chain of N nodes), `tc-random:NODES:ARCS` (closure of a
+random graph drawn as bench/spark_tc.py draws it, `random.Random(1)`) or `sg-tree:DEPTH`
+(same generation on a complete binary tree, parent(child, parent) as workloads.tree gives).
+The systems:
+
+- spark:  Engine(program, backend="spark"): the rows go in by Engine.insert (load), then
+          Engine.run() (eval: to Arrow, the semi-naive loop on Spark, the rows back, the store);
+- hand:   a semi-naive loop written by hand in PySpark, on the same SparkSession: delta joined
+          with the edges, distinct rows not in the total, unioned into it, coalesced and
+          locally checkpointed each round; the input read from Parquet (load), the result
+          counted (eval);
+- local:  Engine(program, backend="local"), rows inserted as for spark;
+- duckdb: WITH RECURSIVE (the queries of bench/peers.py) over a table read from Parquet.
+
+The inputs are written to Parquet in a temporary folder first; the Spark session is started
+once before any timing. Prints, per case, load and eval seconds, the result's tuples (all
+systems must agree), Spark jobs and peak memory (of this Python process and of the JVM,
+each reset before a system runs where Linux allows it), and where the spark backend's
+evaluation time goes (measured by wrapping runtime/spark.py's functions in this process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import workloads
+
+SYSTEMS = ("spark", "hand", "local", "duckdb")
+PARTITIONS = 4  # as SparkStrata.PARTITIONS; the session has spark.sql.shuffle.partitions=4
+
+
+@dataclass
+class Case:
+    name: str
+    kind: str  # "tc" or "sg"
+    rows: list[tuple[int, int]]  # link(a, b) for tc, parent(c, p) for sg
+    program: str
+    relation: str  # the input relation
+    result: str  # the relation counted
+
+
+@dataclass
+class Result:
+    system: str
+    load: float
+    eval: float
+    tuples: int
+    rounds: int | None = None
+    jobs: int | None = None
+    py_rss: int | None = None  # peak KiB of this process while the system ran
+    jvm_rss: int | None = None  # peak KiB of Spark's JVM
+    notes: dict[str, float] = field(default_factory=dict)
+
+
+def parse_case(text: str) -> Case:
+    kind, *args = text.split(":")
+    numbers = [int(a) for a in args]
+    if kind == "tc-chain" and len(numbers) == 1:
+        return Case(text, "tc", workloads.chain(numbers[0]), workloads.TC, "link", "reach")
+    if kind == "tc-random" and len(numbers) == 2:
+        nodes, arcs = numbers
+        generator = random.Random(1)  # as bench/spark_tc.py draws it
+        edges = sorted({(generator.randrange(nodes), generator.randrange(nodes))
+                        for _ in range(arcs)})
+        return Case(text, "tc", edges, workloads.TC, "link", "reach")
+    if kind == "sg-tree" and len(numbers) == 1:
+        return Case(text, "sg", workloads.tree(numbers[0]), workloads.SG, "parent", "sg")
+    raise SystemExit(f"unknown case {text!r}: tc-chain:N, tc-random:NODES:ARCS or "
+                     "sg-tree:DEPTH")
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+def _reset_peak(pid: int | str) -> None:
+    """Reset a process's peak RSS (Linux 4.0+: writing 5 to clear_refs); silent elsewhere."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _peak(pid: int | str) -> int | None:
+    """A process's peak RSS in KiB (VmHWM), or None."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
+
+
+def _jvm_pid() -> int | None:
+    with contextlib.suppress(Exception):
+        from pyspark import SparkContext
+
+        return SparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    return None
+
+
+def _last_job(spark) -> int:
+    """The id of the last Spark job started (ids grow by one a job)."""
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
+
+
+# -- the systems -------------------------------------------------------------------------------
+
+class Breakdown:
+    """Where Engine.run's time goes on Spark: runtime/spark.py's frame_of (rows to Arrow to
+    Spark), rows_of (Spark's result back to engine rows) and SparkStrata._evaluate (all of
+    the stratum on Spark) wrapped in timers, in this process only."""
+
+    def __init__(self) -> None:
+        from overlog.runtime import spark
+
+        self.module = spark
+        self.seconds = {"frame_of": 0.0, "rows_of": 0.0, "_evaluate": 0.0}
+        self.originals = {"frame_of": spark.frame_of, "rows_of": spark.rows_of,
+                          "_evaluate": spark.SparkStrata._evaluate}
+
+    def _timed(self, name: str, function: Callable) -> Callable:
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - start
+        return timed
+
+    def __enter__(self) -> Breakdown:
+        self.module.frame_of = self._timed("frame_of", self.originals["frame_of"])
+        self.module.rows_of = self._timed("rows_of", self.originals["rows_of"])
+        self.module.SparkStrata._evaluate = self._timed("_evaluate", self.originals["_evaluate"])
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.module.frame_of = self.originals["frame_of"]
+        self.module.rows_of = self.originals["rows_of"]
+        self.module.SparkStrata._evaluate = self.originals["_evaluate"]
+
+
+def run_engine(case: Case, backend: str, spark) -> Result:
+    from overlog import Engine
+
+    start = time.perf_counter()
+    engine = Engine(case.program, backend=backend)
+    for row in case.rows:
+        engine.insert(case.relation, row)
+    load = time.perf_counter() - start
+    if backend != "spark":
+        start = time.perf_counter()
+        engine.run()
+        seconds = time.perf_counter() - start
+        return Result(backend, load, seconds, len(engine.store.rows(case.result)))
+    first = _last_job(spark)
+    with Breakdown() as breakdown:
+        start = time.perf_counter()
+        engine.run()
+        seconds = time.perf_counter() - start
+    local = dict(engine.spark.local)
+    if local:  # the stratum did not run on Spark: the comparison would mean nothing
+        raise SystemExit(f"{case.name}: the spark backend ran strata locally: {local}")
+    parts = breakdown.seconds
+    notes = {"to Spark (frame_of)": parts["frame_of"],
+             "Spark loop": parts["_evaluate"] - parts["frame_of"] - parts["rows_of"],
+             "back to rows (rows_of)": parts["rows_of"],
+             "store and the rest of run()": seconds - parts["_evaluate"]}
+    return Result("spark", load, seconds, len(engine.store.rows(case.result)),
+                  jobs=_last_job(spark) - first, notes=notes)
+
+
+def run_hand(case: Case, path: Path, spark) -> Result:
+    """The semi-naive loop as a competent PySpark user writes it."""
+    from pyspark.sql import functions as F
+
+    first = _last_job(spark)
+    start = time.perf_counter()
+    edges = spark.read.parquet(str(path)).cache()
+    edges.count()  # read once, kept in memory
+    load = time.perf_counter() - start
+    start = time.perf_counter()
+    # columns named apart (a self-join of one DataFrame is ambiguous to Spark otherwise)
+    if case.kind == "tc":  # reach(X, Z) :- link(X, Y), reach(Y, Z)
+        def step(delta):
+            return (delta.join(edges, F.col("x") == F.col("b"))
+                    .select(F.col("a").alias("x"), F.col("y")))
+
+        total = edges.select(F.col("a").alias("x"), F.col("b").alias("y")).distinct()
+    else:  # sg(X, Y) :- parent(X, P), parent(Y, P), X != Y; parent(X, A), sg(A, B), parent(Y, B)
+        left = edges.select(F.col("c").alias("lc"), F.col("p").alias("lp"))
+        right = edges.select(F.col("c").alias("rc"), F.col("p").alias("rp"))
+
+        def step(delta):
+            return (delta.join(left, F.col("x") == F.col("lp"))
+                    .join(right, F.col("y") == F.col("rp"))
+                    .select(F.col("lc").alias("x"), F.col("rc").alias("y")))
+
+        total = (left.join(right, F.col("lp") == F.col("rp")).where(F.col("lc") != F.col("rc"))
+                 .select(F.col("lc").alias("x"), F.col("rc").alias("y")).distinct())
+    total = total.coalesce(PARTITIONS).localCheckpoint(eager=True)
+    delta, rounds = total, 0
+    while True:
+        rounds += 1
+        delta = step(delta).distinct().subtract(total).localCheckpoint(eager=True)
+        if delta.isEmpty():
+            break
+        total = total.union(delta).coalesce(PARTITIONS).localCheckpoint(eager=True)
+    tuples = total.count()
+    seconds = time.perf_counter() - start
+    edges.unpersist()
+    return Result("hand", load, seconds, tuples, rounds=rounds, jobs=_last_job(spark) - first)
+
+
+def run_duckdb(case: Case, path: Path) -> Result:
+    """bench/peers.py's duckdb_tc / duckdb_sg queries, over a table read from Parquet (those
+    functions insert row by row, which would time the insert, not the engine)."""
+    import duckdb
+
+    con = duckdb.connect()
+    start = time.perf_counter()
+    columns = "a, b" if case.kind == "tc" else "c, p"
+    con.execute(f"CREATE TABLE {case.relation} AS SELECT {columns} FROM read_parquet(?)",
+                [str(path)])
+    load = time.perf_counter() - start
+    query = """
+        WITH RECURSIVE reach(a, b) AS (
+            SELECT a, b FROM link
+            UNION
+            SELECT r.a, l.b FROM reach r JOIN link l ON r.b = l.a)
+        SELECT count(*) FROM reach""" if case.kind == "tc" else """
+        WITH RECURSIVE sg(x, y) AS (
+            SELECT a.c, b.c FROM parent a JOIN parent b ON a.p = b.p WHERE a.c <> b.c
+            UNION
+            SELECT a.c, b.c FROM sg JOIN parent a ON a.p = sg.x JOIN parent b ON b.p = sg.y)
+        SELECT count(*) FROM sg"""
+    start = time.perf_counter()
+    tuples = con.execute(query).fetchone()[0]
+    seconds = time.perf_counter() - start
+    con.close()
+    return Result("duckdb", load, seconds, tuples)
+
+
+def write_parquet(case: Case, folder: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = ("a", "b") if case.kind == "tc" else ("c", "p")
+    columns = list(zip(*case.rows, strict=True))
+    table = pa.table({name: pa.array(column, type=pa.int64())
+                      for name, column in zip(names, columns, strict=True)})
+    path = folder / f"{case.relation}.parquet"
+    pq.write_table(table, path)
+    return path
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+def measure(case: Case, systems: list[str], folder: Path, spark) -> list[Result]:
+    path = write_parquet(case, folder)
+    print(f"\n== {case.name}: {len(case.rows):,} {case.relation} rows (Parquet: {path.name}, "
+          f"{path.stat().st_size:,} bytes; spark and local get them by Engine.insert)",
+          flush=True)
+    results = []
+    jvm = _jvm_pid()
+    for system in systems:
+        gc.collect()
+        _reset_peak("self")
+        if jvm is not None:
+            _reset_peak(jvm)
+        if system in ("spark", "local"):
+            result = run_engine(case, system, spark)
+        elif system == "hand":
+            result = run_hand(case, path, spark)
+        else:
+            result = run_duckdb(case, path)
+        result.py_rss = _peak("self") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result.jvm_rss = _peak(jvm) if jvm is not None else None
+        results.append(result)
+        print(f"  {system}: load {result.load:.2f} s, eval {result.eval:.2f} s, "
+              f"{result.tuples:,} tuples", flush=True)
+    return results
+
+
+def _mib(kib: int | None) -> str:
+    return "" if kib is None else f"{kib / 1024:,.0f}"
+
+
+def report(case: Case, results: list[Result]) -> None:
+    print(f"\n{case.name}")
+    header = ("system", "load s", "eval s", "tuples", "rounds", "Spark jobs",
+              "py peak MiB", "JVM peak MiB")
+    rows = [(r.system, f"{r.load:.2f}", f"{r.eval:.2f}", f"{r.tuples:,}",
+             "" if r.rounds is None else str(r.rounds), "" if r.jobs is None else str(r.jobs),
+             _mib(r.py_rss), _mib(r.jvm_rss)) for r in results]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+    for result in results:
+        if result.notes:
+            parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in result.notes.items())
+            print(f"  {result.system} eval: {parts}")
+    by_system = {r.system: r for r in results}
+    if "spark" in by_system and "hand" in by_system:
+        spark, hand = by_system["spark"], by_system["hand"]
+        print(f"  spark eval / hand eval: {spark.eval / hand.eval:.2f}x; "
+              f"Spark jobs {spark.jobs} against {hand.jobs} "
+              f"({hand.rounds} rounds by hand)")
+    counts = {r.system: r.tuples for r in results}
+    assert len(set(counts.values())) <= 1, f"{case.name}: the systems disagree: {counts}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="+", metavar="CASE")
+    parser.add_argument("--only", default=",".join(SYSTEMS),
+                        help="systems to run, in order (default: %(default)s)")
+    parser.add_argument("--warmup", default="tc-chain:30,sg-tree:3",
+                        help="cases run untimed first by spark and hand, so that neither "
+                             "pays for the JVM's warming up alone ('none': no warm-up; "
+                             "default: %(default)s)")
+    args = parser.parse_args()
+    systems = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"unknown systems {sorted(unknown)}: pick from {', '.join(SYSTEMS)}")
+    cases = [parse_case(text) for text in args.cases]
+    spark = None
+    if {"spark", "hand"} & set(systems):
+        from overlog.runtime import spark as overlog_spark
+
+        start = time.perf_counter()
+        spark = overlog_spark.session()  # the session both spark and hand use
+        print(f"Spark {spark.version} session started in {time.perf_counter() - start:.1f} s "
+              f"({spark.sparkContext.master}, "
+              f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')})",
+              flush=True)
+    with tempfile.TemporaryDirectory(prefix="spark_peers_") as folder:
+        warm = [s for s in systems if s in ("spark", "hand")]
+        if warm and args.warmup != "none":
+            start = time.perf_counter()
+            for text in args.warmup.split(","):
+                case = parse_case(text)
+                path = write_parquet(case, Path(folder))
+                for system in warm:
+                    if system == "spark":
+                        run_engine(case, system, spark)
+                    else:
+                        run_hand(case, path, spark)
+            print(f"warm-up ({args.warmup}; {', '.join(warm)}, untimed): "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+        for case in cases:
+            report(case, measure(case, systems, Path(folder), spark))
+
+
+if __name__ == "__main__":
+    main()
