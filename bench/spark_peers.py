@@ -65,6 +65,7 @@ class Result:
     jobs: int | None = None
     py_rss: int | None = None  # peak KiB of this process while the system ran
     jvm_rss: int | None = None  # peak KiB of Spark's JVM
+    jvm_gc: float | None = None  # seconds of JVM garbage collection while the system ran
     notes: dict[str, float] = field(default_factory=dict)
 
 
@@ -110,6 +111,16 @@ def _jvm_pid() -> int | None:
     return None
 
 
+def _gc_seconds(spark) -> float | None:
+    """Seconds the JVM (driver and, in local mode, executors) has spent collecting garbage."""
+    if spark is None:
+        return None
+    with contextlib.suppress(Exception):
+        beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+        return sum(max(bean.getCollectionTime(), 0) for bean in beans) / 1000
+    return None
+
+
 def _last_job(spark) -> int:
     """The id of the last Spark job started (ids grow by one a job)."""
     return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
@@ -151,11 +162,12 @@ class Breakdown:
         self.module.SparkStrata._evaluate = self.originals["_evaluate"]
 
 
-def run_engine(case: Case, backend: str, spark) -> Result:
+def run_engine(case: Case, backend: str, spark, conf: dict[str, str]) -> Result:
     from overlog import Engine
 
     start = time.perf_counter()
-    engine = Engine(case.program, backend=backend)
+    engine = (Engine(case.program, backend=backend, spark_conf=conf) if backend == "spark"
+              else Engine(case.program, backend=backend))
     for row in case.rows:
         engine.insert(case.relation, row)
     load = time.perf_counter() - start
@@ -173,9 +185,9 @@ def run_engine(case: Case, backend: str, spark) -> Result:
     if local:  # the stratum did not run on Spark: the comparison would mean nothing
         raise SystemExit(f"{case.name}: the spark backend ran strata locally: {local}")
     parts = breakdown.seconds
-    notes = {"to Spark (frame_of)": parts["frame_of"],
+    notes = {"rows to Spark (frame_of)": parts["frame_of"],
              "Spark loop": parts["_evaluate"] - parts["frame_of"] - parts["rows_of"],
-             "back to rows (rows_of)": parts["rows_of"],
+             "Spark rows to engine rows (rows_of)": parts["rows_of"],
              "store and the rest of run()": seconds - parts["_evaluate"]}
     return Result("spark", load, seconds, len(engine.store.rows(case.result)),
                   jobs=_last_job(spark) - first, notes=notes)
@@ -267,7 +279,8 @@ def write_parquet(case: Case, folder: Path) -> Path:
 
 # -- the run -------------------------------------------------------------------------------------
 
-def measure(case: Case, systems: list[str], folder: Path, spark) -> list[Result]:
+def measure(case: Case, systems: list[str], folder: Path, spark,
+            conf: dict[str, str]) -> list[Result]:
     path = write_parquet(case, folder)
     print(f"\n== {case.name}: {len(case.rows):,} {case.relation} rows (Parquet: {path.name}, "
           f"{path.stat().st_size:,} bytes; spark and local get them by Engine.insert)",
@@ -279,14 +292,17 @@ def measure(case: Case, systems: list[str], folder: Path, spark) -> list[Result]
         _reset_peak("self")
         if jvm is not None:
             _reset_peak(jvm)
+        collected = _gc_seconds(spark)
         if system in ("spark", "local"):
-            result = run_engine(case, system, spark)
+            result = run_engine(case, system, spark, conf)
         elif system == "hand":
             result = run_hand(case, path, spark)
         else:
             result = run_duckdb(case, path)
         result.py_rss = _peak("self") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         result.jvm_rss = _peak(jvm) if jvm is not None else None
+        if collected is not None and system in ("spark", "hand"):
+            result.jvm_gc = (_gc_seconds(spark) or 0.0) - collected
         results.append(result)
         print(f"  {system}: load {result.load:.2f} s, eval {result.eval:.2f} s, "
               f"{result.tuples:,} tuples", flush=True)
@@ -300,10 +316,11 @@ def _mib(kib: int | None) -> str:
 def report(case: Case, results: list[Result]) -> None:
     print(f"\n{case.name}")
     header = ("system", "load s", "eval s", "tuples", "rounds", "Spark jobs",
-              "py peak MiB", "JVM peak MiB")
+              "py peak MiB", "JVM peak MiB", "JVM GC s")
     rows = [(r.system, f"{r.load:.2f}", f"{r.eval:.2f}", f"{r.tuples:,}",
              "" if r.rounds is None else str(r.rounds), "" if r.jobs is None else str(r.jobs),
-             _mib(r.py_rss), _mib(r.jvm_rss)) for r in results]
+             _mib(r.py_rss), _mib(r.jvm_rss), "" if r.jvm_gc is None else f"{r.jvm_gc:.1f}")
+            for r in results]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -322,6 +339,23 @@ def report(case: Case, results: list[Result]) -> None:
     assert len(set(counts.values())) <= 1, f"{case.name}: the systems disagree: {counts}"
 
 
+def revision() -> str:
+    """The checkout measured: its commit, and whether the runtime has uncommitted changes."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+        changed = subprocess.run(["git", "status", "--short", "--", "runtime", "overlog"],
+                                 cwd=root, capture_output=True, text=True,
+                                 timeout=30).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    dirty = sorted(line[3:] for line in changed if line.strip())
+    return head + (f" with uncommitted changes to {', '.join(dirty)}" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="+", metavar="CASE")
@@ -331,21 +365,30 @@ def main() -> None:
                         help="cases run untimed first by spark and hand, so that neither "
                              "pays for the JVM's warming up alone ('none': no warm-up; "
                              "default: %(default)s)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session both spark and hand use "
+                             "(repeatable; e.g. spark.driver.memory=8g)")
     args = parser.parse_args()
     systems = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}: pick from {', '.join(SYSTEMS)}")
     cases = [parse_case(text) for text in args.cases]
+    if any("=" not in item for item in args.spark_conf):
+        parser.error("--spark-conf takes KEY=VALUE")
+    conf = dict(item.split("=", 1) for item in args.spark_conf)
+    print(f"overlog at {revision()}; Python {sys.version.split()[0]}", flush=True)
     spark = None
     if {"spark", "hand"} & set(systems):
         from overlog.runtime import spark as overlog_spark
 
         start = time.perf_counter()
-        spark = overlog_spark.session()  # the session both spark and hand use
+        spark = overlog_spark.session(conf=conf)  # the session both spark and hand use
         print(f"Spark {spark.version} session started in {time.perf_counter() - start:.1f} s "
               f"({spark.sparkContext.master}, "
-              f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')})",
+              f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}, "
+              f"driver memory {spark.conf.get('spark.driver.memory', '1g (default)')}"
+              + "".join(f", {key}={value}" for key, value in conf.items()) + ")",
               flush=True)
     with tempfile.TemporaryDirectory(prefix="spark_peers_") as folder:
         warm = [s for s in systems if s in ("spark", "hand")]
@@ -356,13 +399,13 @@ def main() -> None:
                 path = write_parquet(case, Path(folder))
                 for system in warm:
                     if system == "spark":
-                        run_engine(case, system, spark)
+                        run_engine(case, system, spark, conf)
                     else:
                         run_hand(case, path, spark)
             print(f"warm-up ({args.warmup}; {', '.join(warm)}, untimed): "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         for case in cases:
-            report(case, measure(case, systems, Path(folder), spark))
+            report(case, measure(case, systems, Path(folder), spark, conf))
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan = _compile(args.program, err, args.native)
     if plan is None:
         return EXIT_PROGRAM
-    print(format_program_plan(plan), file=out)
+    from overlog.runtime.spark import placement
+
+    print(format_program_plan(plan, placement(plan)), file=out)
     return EXIT_OK
 
 

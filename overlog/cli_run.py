@@ -18,6 +18,7 @@ from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
 from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES
+from overlog.runtime.spark import THRESHOLD as SPARK_THRESHOLD
 from overlog.source import UnreadableSource, read_text
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
@@ -45,7 +46,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      default=[])
     run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
     run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto",
-                     help="where strata run: spark runs every stratum it can on Spark")
+                     help="where strata run: auto moves a stratum to Spark once its tables "
+                     "hold --spark-threshold rows; spark runs every stratum it can there")
+    run.add_argument("--spark-threshold", type=int, metavar="ROWS",
+                     help=f"with --backend auto (default {SPARK_THRESHOLD:,})")
     run.add_argument("--spark-master", metavar="URL",
                      help="the Spark master (default local[2]; spark://HOST:PORT)")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -126,8 +130,13 @@ class _Printer:
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if (args.spark_master or args.spark_conf) and args.backend != "spark":
-        raise UsageError("--spark-master and --spark-conf go with --backend spark")
+    if (args.spark_master or args.spark_conf) and args.backend == "local":
+        raise UsageError("--spark-master and --spark-conf go with --backend spark or auto")
+    if args.spark_threshold is not None:
+        if args.backend != "auto":
+            raise UsageError("--spark-threshold goes with --backend auto")
+        if args.spark_threshold < 0:
+            raise UsageError("--spark-threshold takes a number of rows >= 0")
     spark_conf = dict(_setting(text) for text in args.spark_conf)
     if args.listen or args.transport:
         raise UsageError("real network transports are not available yet")
@@ -161,11 +170,11 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         step_timeout=args.step_timeout,
                         progress=_Progress(err) if _is_terminal(err) else None,
                         backend=args.backend, spark_master=args.spark_master or "local[2]",
-                        spark_conf=spark_conf)
+                        spark_conf=spark_conf, spark_threshold=args.spark_threshold)
     except CompileError as error:
         print(error.render(), file=err)
         return 1
-    if engine.spark is not None:
+    if args.backend == "spark":
         from overlog.runtime.spark import SparkUnavailable
 
         try:
@@ -193,7 +202,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
                                          op=op)
     failed = 0
-    placed: set[str] = set()  # what --trace said runs locally
+    placed: set[str] = set()  # what was said of where strata run
     interrupted = False
     progress = _is_terminal(err)
     last = time.monotonic()
@@ -206,8 +215,8 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     failed += 1
                 if args.trace:
                     _trace(report, err)
-                    if engine.spark is not None:
-                        _trace_placement(engine, placed, err)
+                if engine.spark is not None:
+                    _placement(engine, placed, err, args.trace)
             if progress and time.monotonic() - last > 0.5:
                 last = time.monotonic()
                 err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
@@ -282,12 +291,25 @@ def _trace(report, err: TextIO) -> None:
           file=err)
 
 
-def _trace_placement(engine, said: set[str], err: TextIO) -> None:
-    """Each stratum, and aggregate rule, that Spark left to the local backend (once)."""
+def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
+    """Once each: Spark unavailable when a stratum reached the threshold (a note); with
+    ``trace``, what moved to Spark, and each stratum and aggregate rule left to run
+    locally, with why."""
+    spark = engine.spark
+    if spark.unavailable is not None and "unavailable" not in said:
+        said.add("unavailable")
+        print(f"overlog: note: running locally: {spark.unavailable}", file=err)
+    if not trace:
+        return
+    for what, size in spark.moved.items():
+        if f"moved {what}" not in said:
+            said.add(f"moved {what}")
+            print(f"trace: {what} moves to Spark: its tables hold {size:,} rows "
+                  f"(threshold {spark.threshold:,})", file=err)
     rules = engine.plan.rules
-    where = [*(f"stratum {stratum}" for stratum in engine.spark.local),
-             *(rules[index].label for index in engine.spark.local_rules)]
-    reasons = [*engine.spark.local.values(), *engine.spark.local_rules.values()]
+    where = [*(f"stratum {stratum}" for stratum in spark.local),
+             *(rules[index].label for index in spark.local_rules)]
+    reasons = [*spark.local.values(), *spark.local_rules.values()]
     for what, reason in zip(where, reasons, strict=True):
         if what not in said:
             said.add(what)

@@ -453,9 +453,11 @@ def summary(plan: ProgramPlan) -> str:
             f"{plural(len(plan.strata), 'stratum', 'strata')}")
 
 
-def format_program_plan(plan: ProgramPlan) -> str:
+def format_program_plan(plan: ProgramPlan,
+                        placement: Mapping[int, list[str]] | None = None) -> str:
     """The whole plan, deterministically: relations, then each stratum's rules with every
-    plan they run, then the deferred rules (``overlog explain``)."""
+    plan they run (after where the stratum runs, when ``placement`` says), then the
+    deferred rules (``overlog explain``)."""
     lines = [f"program {plan.path}: {summary(plan)}", "", "relations:"]
     width = max((len(name) for name in plan.relations), default=0)
     for relation in plan.relations.values():
@@ -473,6 +475,7 @@ def format_program_plan(plan: ProgramPlan) -> str:
         lines.append(text.rstrip())
     for stratum in plan.strata:
         lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
+        lines += [f"  {line}" for line in (placement or {}).get(stratum.index, ())]
         lines += [_indent(format_rule_plan(plan.rules[i])) for i in stratum.rules]
     if plan.deferred:
         lines += ["", "deferred (after the fixpoint, written at commit or sent):"]

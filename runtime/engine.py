@@ -19,7 +19,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from overlog.analysis import Relation
 from overlog.compile import NativeResolver, compile_program, natives_check
@@ -39,6 +39,9 @@ from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
 from overlog.source import read_text
 from overlog.values import NotAValue, internal, internal_row, python, python_row
+
+if TYPE_CHECKING:
+    from overlog.runtime.spark import SparkStrata
 
 ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
@@ -91,8 +94,9 @@ class Engine:
                  defines: Mapping[str, Any] | None = None,
                  handlers: Sequence[Handler] = (),
                  natives: NativeResolver | None = None,
-                 backend: str | BackendFactory = "local",
+                 backend: str | BackendFactory = "auto",
                  spark_master: str = "local[2]", spark_conf: Mapping[str, str] | None = None,
+                 spark_threshold: int | None = None,
                  max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
@@ -129,12 +133,19 @@ class Engine:
         self._functions.update(self.user_functions)
         self.backend = _backend_factory(backend)(relations, self._functions,
                                                  self.user_functions.keys())
-        self.spark = None  # with backend "spark": the strata it runs (runtime/spark.py)
-        if backend == "spark":
-            from overlog.runtime.spark import SparkStrata
+        if spark_threshold is not None and (isinstance(spark_threshold, bool) or not
+                                            isinstance(spark_threshold, int)
+                                            or spark_threshold < 0):
+            raise ValueError(f"spark_threshold must be an int >= 0, not {spark_threshold!r}")
+        # with backend "spark" or "auto": the strata Spark runs (runtime/spark.py)
+        self.spark: SparkStrata | None = None
+        if backend in ("spark", "auto"):
+            from overlog.runtime.spark import THRESHOLD, SparkStrata
 
-            self.spark = SparkStrata(relations, spark_master, spark_conf,
-                                     self.user_functions.keys())
+            self.spark = SparkStrata(plan, relations, spark_master, spark_conf,
+                                     self.user_functions.keys(), None if backend == "spark"
+                                     else THRESHOLD if spark_threshold is None
+                                     else spark_threshold)
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
@@ -760,8 +771,8 @@ def _positions(inputs: list[tuple[str, str, Row]]) -> dict[tuple[str, Row], int]
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
-    """The backend that holds the tables (the local one; with "spark", the strata Spark can
-    run go there, and the rest stays here; "auto" places nothing on Spark yet)."""
+    """The backend that holds the tables: the local one (with "spark" and "auto", the strata
+    that go to Spark are evaluated there, and their results kept here too)."""
     if backend in ("local", "auto", "spark"):
         return LocalBackend.create
     if isinstance(backend, str):

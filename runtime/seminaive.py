@@ -302,9 +302,7 @@ class Fixpoint:
             grown, shrunk = self.store.changes({r.head for r in aggregates})
             plus.update(grown)
             minus.update(shrunk)
-        if (offload and views and not any(self.keyed[r.head] for r in views)
-                and not {r.head for r in views} & {r.head for r in aggregates}
-                and self._offloaded(views, plus, minus)):
+        if offload and views and self._offloaded(views, plus, minus):
             if events:
                 self._insert(events, *self._snapshot(events))
             return

@@ -177,6 +177,8 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
     (None: they may). ``user``: the engine's user functions (they may shadow built-ins)."""
     for rule in rules:
         aggregation = rule.aggregation
+        if aggregation is not None and aggregation.function == "avg":  # the exact sum,
+            return "avg<>: Spark averages in floating point"  # locally: divided once
         if aggregation is not None and aggregation.zero:
             return "a count over events (count 0 for an event that matches nothing)"
         if aggregation is not None and isinstance(aggregation.groups.driver, p.Unit):
@@ -195,6 +197,46 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
                 if _has_list(expr):
                     return "a list"
     return None
+
+
+# with --backend auto, a stratum moves to Spark once the tables it reads and writes hold this
+# many rows (docs/spark.md, "Placement": measured in docs/benchmarks.md)
+THRESHOLD = 10_000_000
+
+
+def stratum_reason(plan: p.ProgramPlan, index: int, user: Set[str] = frozenset()) -> str | None:
+    """Why a stratum's view rules never run on Spark (None: they may, or it has none)."""
+    rules = [plan.rules[i] for i in plan.strata[index].rules]
+    views = [r for r in rules if not r.head_event and r.aggregation is None]
+    if not views:
+        return None
+    if any(plan.relations[r.head].keyed for r in views):
+        return "a keyed view head"
+    if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
+        return "a head that an aggregate also writes"
+    return static_reason(views, {name: rel.arity for name, rel in plan.relations.items()},
+                         user)
+
+
+def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
+    """Where each stratum runs, as ``overlog explain`` says it: stratum -> lines. (``auto:
+    at N rows``: once the tables the rules read and write hold N rows.)"""
+    arity = {name: rel.arity for name, rel in plan.relations.items()}
+    where = f"on Spark with --backend spark (auto: at {threshold:,} rows)"
+    notes: dict[int, list[str]] = {}
+    for stratum in plan.strata:
+        rules = [plan.rules[i] for i in stratum.rules]
+        lines = []
+        if any(not r.head_event and r.aggregation is None for r in rules):
+            reason = stratum_reason(plan, stratum.index)
+            lines.append("views run " + (where if reason is None else f"locally ({reason})"))
+        for rule in rules:
+            if rule.aggregation is not None and not rule.head_event:
+                reason = static_reason([rule], arity)
+                lines.append(f"{rule.label} runs " + (where if reason is None
+                                                      else f"locally ({reason})"))
+        notes[stratum.index] = lines or ["event rules run locally"]
+    return notes
 
 
 def _exprs(plan: p.Plan) -> list[p.Expr]:
@@ -428,8 +470,6 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     elif function == "sum" and kind == "bigint":
         value = (f"CASE WHEN {nulls} THEN raise_error('sum<> of null') "
                  f"ELSE sum(`{column}`) END")
-    elif function == "avg":  # locally: the exact sum, divided once
-        raise Unsupported("avg<> (Spark averages in floating point)")
     else:  # a float sum depends on the order of its terms
         raise Unsupported(f"sum<> of {kind or 'null'} values" + (
             " (Spark adds floats in another order)" if kind == "double" else ""))
@@ -583,23 +623,37 @@ class SparkStrata:
     (semi-naive, as locally), one that removes rows (or adds rows to a negated relation)
     afresh. What Spark cannot run with the local meaning runs locally, its reason kept in
     ``local`` (by stratum) or ``local_rules`` (by rule); a reason that holds whatever the
-    data is kept for good."""
+    data is kept for good.
+
+    ``threshold`` None runs everything it can on Spark (``--backend spark``); a number
+    (``--backend auto``) moves a stratum, or an aggregate rule, to Spark once the tables it
+    reads and writes hold that many rows (``moved``: what moved, and at what size), for
+    good; the session starts in the background at half of it. Spark unavailable then is
+    not an error: everything runs locally (``unavailable`` says why)."""
 
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
 
-    def __init__(self, relations: Mapping[str, Any], master: str = "local[2]",
-                 conf: Mapping[str, str] | None = None, user: Set[str] = frozenset()) -> None:
+    def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
+                 master: str = "local[2]", conf: Mapping[str, str] | None = None,
+                 user: Set[str] = frozenset(), threshold: int | None = None) -> None:
+        self.plan = plan
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.events = {name for name, rel in relations.items() if rel.event}
         self.user = user  # the engine's user functions, as they are registered
         self.master = master
         self.conf = dict(conf or {})
+        self.threshold = threshold
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
-        self.never: set[int] = set()  # strata that cannot run on Spark whatever the data
-        self.never_groups: set[int] = set()  # aggregate rules likewise
+        # why strata (and aggregate rules) cannot run on Spark whatever the data: worked out
+        # at the first step (user functions may be registered until then)
+        self._never: tuple[dict[int, str], dict[int, str]] | None = None
         self.local_rules: dict[int, str] = {}  # aggregate rule -> why it last ran locally
         self.resident: dict[int, _Resident] = {}  # stratum -> its tables in Spark
         self.incremental = 0  # evaluations that started from the step's new rows
+        self.moved: dict[str, int] = {}  # "stratum N" / a rule's label -> rows when it moved
+        self.unavailable: str | None = None  # with a threshold: why Spark could not start
+        self._warming: threading.Thread | None = None
+        self._tables: dict[str, list[str]] = {}  # label -> the tables its size counts
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
@@ -615,14 +669,50 @@ class SparkStrata:
         take the result."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
-        found = self._attempt(stratum, self.never, self.local, rules, lambda spark:
-                              self._evaluate(spark, rules, store, max_rounds, plus, minus))
+        found = None
+        if self._possible(stratum, self.never[0], self.local) and self._wanted(
+                f"stratum {stratum}", rules, store):
+            found = self._attempt(stratum, self.local, lambda spark: (
+                self._evaluate(spark, rules, store, max_rounds, plus, minus)))
         if found is None:
             self.forget(stratum, store)
             return None
         changes, resident = found
         self._keep(stratum, resident, store)
         return changes
+
+    def _wanted(self, label: str, rules: list[p.RulePlan], store: Any) -> bool:
+        """Whether ``rules`` go to Spark now: always without a threshold; with one, once
+        the tables they read and write hold that many rows."""
+        threshold = self.threshold
+        if threshold is None or label in self.moved:
+            return True
+        if self.unavailable is not None:
+            return False
+        names = self._tables.get(label)
+        if names is None:
+            names = self._tables[label] = sorted({rule.head for rule in rules}.union(
+                *(_relations(plan) for rule in rules for _, plan in rule.plans())))
+        size = sum(len(store.rows(name)) for name in names)
+        if size < threshold // 2:
+            return False
+        if self._warming is None:  # the session starts beside the steps
+            self._warming = threading.Thread(target=self._warm, name="overlog-spark-start",
+                                             daemon=True)
+            self._warming.start()
+        if size < threshold:
+            return False
+        self._warming.join()
+        if self.unavailable is not None:
+            return False
+        self.moved[label] = size
+        return True
+
+    def _warm(self) -> None:
+        try:
+            self.start()
+        except SparkUnavailable as error:
+            self.unavailable = str(error)
 
     def forget(self, stratum: int, store: Any) -> None:
         """The store no longer holds what the stratum left in Spark: evaluate it afresh."""
@@ -641,18 +731,28 @@ class SparkStrata:
         if before is not None:
             self.resident[stratum] = before
 
-    def _attempt(self, key: int, never: set[int], reasons: dict[int, str],
-                 rules: list[p.RulePlan], work: Any) -> Any:
-        """``work(spark)`` for ``rules`` (a stratum's, or one aggregate rule, named by
-        ``key``), or None when they run locally: why goes into ``reasons``, and into
-        ``never`` when it holds whatever the data."""
-        if key in never:
-            return None
-        reason = static_reason(rules, self.arity, self.user)
+    @property
+    def never(self) -> tuple[dict[int, str], dict[int, str]]:
+        """Why strata, and aggregate rules, never run on Spark whatever the data."""
+        if self._never is None:
+            arity = self.arity
+            self._never = (
+                {stratum.index: reason for stratum in self.plan.strata
+                 if (reason := stratum_reason(self.plan, stratum.index, self.user))},
+                {rule.index: reason for rule in self.plan.rules if rule.aggregation
+                 if (reason := static_reason([rule], arity, self.user))})
+        return self._never
+
+    @staticmethod
+    def _possible(key: int, never: Mapping[int, str], reasons: dict[int, str]) -> bool:
+        reason = never.get(key)
         if reason is not None:
-            never.add(key)
             reasons[key] = reason
-            return None
+        return reason is None
+
+    def _attempt(self, key: int, reasons: dict[int, str], work: Any) -> Any:
+        """``work(spark)`` for a stratum's views or an aggregate rule (``key``), or None
+        when they run locally for this step: why goes into ``reasons``."""
         try:
             found = work(session(self.master, self.conf))
         except Unsupported as why:  # these tables, this step: tried again when they change
@@ -660,6 +760,8 @@ class SparkStrata:
             return None
         except Exception as error:  # a failure inside Spark: the local backend reports it
             if type(error).__module__.startswith(("pyspark", "py4j")):
+                first = next(iter(str(error).strip().splitlines()), "")
+                reasons[key] = f"Spark failed ({type(error).__name__}: {first[:160]})"
                 return None
             raise
         reasons.pop(key, None)
@@ -768,7 +870,10 @@ class SparkStrata:
         """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule
         runs locally (see ``local_rules``)."""
         assert rule.aggregation is not None
-        rows = self._attempt(rule.index, self.never_groups, self.local_rules, [rule],
+        if not (self._possible(rule.index, self.never[1], self.local_rules)
+                and self._wanted(rule.label, [rule], store)):
+            return None
+        rows = self._attempt(rule.index, self.local_rules,
                              lambda spark: self._groups(spark, rule, store))
         if rows is None:
             return None

@@ -104,9 +104,14 @@ def test_run_bad_csv_and_usage_errors_exit_2(tmp_path: Path) -> None:
     unknown = overlog("run", "prog.olg", "--print", "nope", cwd=tmp_path)
     assert (unknown.returncode, unknown.stderr) == (
         2, "overlog: error: --print names `nope`, which the program does not have\n")
-    spark = overlog("run", "prog.olg", "--spark-master", "local[1]", cwd=tmp_path)
+    spark = overlog("run", "prog.olg", "--backend", "local", "--spark-master", "local[1]",
+                    cwd=tmp_path)
     assert (spark.returncode, spark.stderr) == (
-        2, "overlog: error: --spark-master and --spark-conf go with --backend spark\n")
+        2, "overlog: error: --spark-master and --spark-conf go with --backend spark or auto\n")
+    threshold = overlog("run", "prog.olg", "--backend", "spark", "--spark-threshold", "5",
+                        cwd=tmp_path)
+    assert (threshold.returncode, threshold.stderr) == (
+        2, "overlog: error: --spark-threshold goes with --backend auto\n")
 
 
 def test_run_steps_and_text_tables(tmp_path: Path) -> None:

@@ -153,7 +153,8 @@ def test_the_cli_says_what_to_install(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--backend", "spark", "--spark-conf", "x"], "--spark-conf takes KEY=VALUE, not 'x'"),
     (["--backend", "local", "--spark-master", "local[1]"],
-     "--spark-master and --spark-conf go with --backend spark"),
+     "--spark-master and --spark-conf go with --backend spark or auto"),
+    (["--spark-threshold", "-1"], "--spark-threshold takes a number of rows >= 0"),
 ])
 def test_spark_flags_are_checked(args: list[str], message: str) -> None:
     code, out, err = run_cli(["run", "programs/tc.olg", *args], cwd=ROOT)
@@ -329,3 +330,52 @@ def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
     assert errors[4] == errors[5] == [("E302", (("insert", "boom", (0,)),))]
     assert there.rows("reach") == [(x, y) for x in (1, 2, 3, 4) for y in (1, 2, 3, 4, 5)]
     assert there.spark.local == {}
+
+
+def test_auto_moves_a_stratum_to_spark_once_its_tables_hold_the_threshold() -> None:
+    """Below the threshold nothing asks for Spark; a stratum whose tables (read and
+    written) reach it moves, for good, and the results stay the local backend's."""
+    program = TC + "deg(X, count<Y>) :- link(X, Y).\n"
+    here, there = Engine(program, backend="local"), Engine(program, spark_threshold=20)
+    sizes, firings = [], []
+    for rows in ([(1, 2), (2, 3)], [(3, 4), (4, 1)], [(4, 5)], [(5, 6)]):
+        for engine in (here, there):
+            for row in rows:
+                engine.insert("link", row)
+        here.run()
+        (report,) = there.run()
+        for name in ("reach", "deg"):
+            assert there.rows(name) == here.rows(name), name
+        sizes.append(dict(there.spark.moved))
+        firings.append(report.firings)
+    # measured as the stratum starts: 4 links and 3 reach rows at step 2, 5 and 16 at step 3
+    assert sizes == [{}, {}, {"stratum 0": 21}, {"stratum 0": 21}]
+    assert firings == [{"rule 1": 2, "rule 2": 1, "rule 3": 2},
+                       {"rule 1": 2, "rule 2": 11, "rule 3": 2},
+                       {"stratum 0 on Spark": 4, "rule 3": 1},  # afresh, the first time
+                       {"stratum 0 on Spark": 5, "rule 3": 1}]  # from the new link
+    assert there.spark.incremental == 1
+    assert (there.spark.threshold, there.spark.unavailable) == (20, None)
+
+
+def test_auto_without_spark_runs_locally_and_says_so(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # no java there
+    env.pop("JAVA_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "overlog", "run", "programs/tc.olg",
+                           "--spark-threshold", "0", "--format", "csv"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    local = subprocess.run([sys.executable, "-m", "overlog", "run", "programs/tc.olg",
+                            "--backend", "local", "--format", "csv"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, local.stdout, "overlog: note: running locally: the Spark backend needs Java 17 or "
+        "later, and there is no `java` on the PATH: install a JRE (Debian: apt install "
+        "openjdk-17-jre-headless), or run with --backend local\n")
+
+
+def test_auto_below_the_threshold_never_asks_for_spark() -> None:
+    engine = Engine(TC)
+    engine.insert("link", (1, 2))
+    engine.run()
+    assert engine.spark is not None and engine.spark.threshold == spark.THRESHOLD
+    assert (engine.spark.moved, engine.spark._warming) == ({}, None)
