@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from overlog import compile as _compile
+from overlog import csvio, parquetio
 from overlog.compile import NativeResolver
 from overlog.plan import ProgramPlan
 from overlog.runtime import engine as _engine
@@ -32,6 +33,70 @@ class Engine(_engine.Engine):
         super().__init__(source, path,
                          handlers=default_handlers() if handlers is None else handlers,
                          natives=natives or Natives(native_modules, [os.getcwd()]), **options)
+
+    def load(self, relation: str, path: str, *, header: bool = False) -> int:
+        """Queue the rows of a CSV or Parquet file (by its extension; docs/csv.md) as inputs
+        of the next step: inserts into a table, events of an event relation. Returns how
+        many. Nothing is queued if any row is bad: CsvError or ParquetError (ValueErrors
+        naming the file), UnreadableSource, TypeError or ValueError for a value."""
+        rel = self._relation(relation)
+        ext = os.path.splitext(path)[1]
+        if ext == ".csv":
+            found = csvio.read_rows(path, rel.arity, header)
+        elif ext == ".parquet":
+            found = parquetio.read_rows(path, rel.arity)
+        else:
+            raise ValueError(f"{path}: load reads .csv and .parquet files")
+        try:
+            rows = [self._row(rel, row) for row in found]
+        except (TypeError, ValueError) as error:
+            if isinstance(error, (csvio.CsvError, parquetio.ParquetError)):
+                raise
+            raise type(error)(f"{path}: {error}") from None
+        self._queue(rel, rows)
+        return len(rows)
+
+    def insert_dataframe(self, relation: str, frame: Any) -> int:
+        """Queue the rows of a Spark or pandas DataFrame, its columns in order as the
+        relation's fields, as inputs of the next step (inserts, or events of an event
+        relation); pandas' missing values (None, NaN, NA, NaT) are null. Returns how many.
+        Nothing is queued if any row is bad (TypeError or ValueError)."""
+        rel = self._relation(relation)
+        if hasattr(frame, "toArrow"):  # Spark
+            columns = [column.to_pylist() for column in frame.toArrow().columns]
+        elif hasattr(frame, "isna") and hasattr(frame, "columns"):  # pandas
+            columns = [frame[name].astype(object).where(frame[name].notna(), None).tolist()
+                       for name in frame.columns]
+        else:
+            raise TypeError(f"insert_dataframe takes a Spark or pandas DataFrame, not "
+                            f"{type(frame).__name__}")
+        if len(columns) != rel.arity:
+            raise ValueError(f"`{relation}` has {rel.arity} fields; the DataFrame has "
+                             f"{len(columns)} columns")
+        rows = [self._row(rel, row) for row in zip(*columns, strict=True)]
+        self._queue(rel, rows)
+        return len(rows)
+
+    def dataframe(self, relation: str) -> Any:
+        """A persistent relation's rows now, as a Spark DataFrame with columns c0, c1, ...
+        (one Spark type a column): a stratum's table that stays in Spark as it is, any
+        other crossing as Arrow. Starts the Spark session (this engine's master and
+        settings) if it is not running; ValueError for a table Spark cannot hold as it is
+        (a column mixing types, a list, an int past 64 bits)."""
+        from overlog.runtime import spark
+
+        rel = self._persistent(relation)
+        strata = self.spark
+        if strata is not None:
+            frame = strata.resident_frame(relation)
+            if frame is not None:
+                return frame
+        session = spark.session(*((strata.master, strata.conf) if strata else ()))
+        try:
+            return spark.frame_of(session, self.store.rows(relation), rel.arity)
+        except spark.Unsupported as why:
+            raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: "
+                             f"{why}") from None
 
 
 def compile_program(source: str, path: str | None = None,

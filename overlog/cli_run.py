@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from overlog import parquetio
 from overlog import syntax as s
-from overlog.csvio import CsvError, format_row, read_rows
+from overlog.csvio import format_row
 from overlog.diagnostics import render
 from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.parser import parse
@@ -328,19 +328,10 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
             print(f"overlog: warning: {os.path.join(directory, entry)}: the program has no "
                   f"relation `{base}`; skipped", file=err)
             continue
-        path = os.path.join(directory, entry)
         try:
-            rows = (read_rows(path, relation.arity, header) if ext == ".csv" else
-                    parquetio.read_rows(path, relation.arity))
-            for row in rows:
-                if relation.event:
-                    engine.generate_event(base, row, when=0.0)
-                else:
-                    engine.insert(base, row)
-        except (CsvError, UnreadableSource, parquetio.ParquetError) as error:
+            engine.load(base, os.path.join(directory, entry), header=header)
+        except (UnreadableSource, TypeError, ValueError) as error:
             raise UsageError(str(error)) from None
-        except (TypeError, ValueError) as error:  # a Parquet value that is no Overlog value
-            raise UsageError(f"{path}: {error}") from None
 
 
 def _check_output(directory: str) -> None:

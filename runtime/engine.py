@@ -219,6 +219,14 @@ class Engine:
     def insert(self, relation: str, row: tuple) -> None:
         self.pending.append(("insert", relation, self._row(self._persistent(relation), row)))
 
+    def _queue(self, rel: Relation, rows: list[Row]) -> None:
+        """Checked rows as inputs of the next step: events now, or inserts."""
+        if rel.event:
+            for row in rows:
+                self.queue.push(self.now, rel.name, row)
+        else:
+            self.pending.extend(("insert", rel.name, row) for row in rows)
+
     def delete(self, relation: str, row: tuple) -> None:
         self.pending.append(("delete", relation, self._row(self._persistent(relation), row)))
 

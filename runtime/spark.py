@@ -714,6 +714,14 @@ class SparkStrata:
         except SparkUnavailable as error:
             self.unavailable = str(error)
 
+    def resident_frame(self, relation: str) -> DataFrame | None:
+        """A relation as a stratum left it in Spark (the store's rows, between steps)."""
+        for resident in self.resident.values():
+            frame = resident.totals.get(relation, resident.inputs.get(relation))
+            if frame is not None:
+                return frame
+        return None
+
     def forget(self, stratum: int, store: Any) -> None:
         """The store no longer holds what the stratum left in Spark: evaluate it afresh."""
         self._keep(stratum, None, store)

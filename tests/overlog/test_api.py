@@ -94,3 +94,32 @@ def test_the_language_layer_does_not_load_the_runtime() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout == "[]\n"
+
+
+def test_load_queues_a_file_s_rows_for_the_next_step(tmp_path) -> None:
+    from overlog import parquetio
+
+    engine = overlog.Engine("t(X, Y) :- link(X, Y).\nseen(X) :- ping[X].\n", backend="local")
+    (tmp_path / "link.csv").write_text('1,"a"\n2,b\n')
+    parquetio.write_table(str(tmp_path / "more.parquet"), "link", [(3, "c")], 2)
+    (tmp_path / "ping.csv").write_text("7\n")
+    assert [engine.load("link", str(tmp_path / "link.csv")),
+            engine.load("link", str(tmp_path / "more.parquet")),
+            engine.load("ping", str(tmp_path / "ping.csv"))] == [2, 1, 1]
+    engine.run()
+    assert engine.rows("t") == [(1, "a"), (2, "b"), (3, "c")]
+    assert engine.rows("seen") == [(7,)]
+
+
+@pytest.mark.parametrize(("name", "text", "error"), [
+    ("bad.csv", "1,a\n2\n", "{path}:2: expected 2 fields, got 1"),
+    ("bad.txt", "1,a\n", "{path}: load reads .csv and .parquet files"),
+])
+def test_load_refuses_a_bad_file_whole(tmp_path, name, text, error) -> None:
+    engine = overlog.Engine("t(X, Y) :- link(X, Y).\n", backend="local")
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError) as caught:
+        engine.load("link", str(path))
+    assert str(caught.value) == error.format(path=path)
+    assert engine.pending == []

@@ -379,3 +379,44 @@ def test_auto_below_the_threshold_never_asks_for_spark() -> None:
     engine.run()
     assert engine.spark is not None and engine.spark.threshold == spark.THRESHOLD
     assert (engine.spark.moved, engine.spark._warming) == ({}, None)
+
+
+def test_dataframes_in_and_out() -> None:
+    import pandas as pd
+
+    from overlog.api import Engine as FullEngine
+
+    engine = FullEngine(TC, backend="spark")
+    session = spark.session()
+    assert engine.insert_dataframe("link", session.createDataFrame(
+        [(1, 2), (2, 3)], "a long, b long")) == 2
+    missing = pd.DataFrame({"a": pd.array([3, None], dtype="Int64"), "b": [4, 5]})
+    assert engine.insert_dataframe("link", missing) == 2
+    engine.run()
+    assert engine.rows("link") == [(None, 5), (1, 2), (2, 3), (3, 4)]
+    reach = engine.dataframe("reach")  # as Spark holds it: no crossing
+    assert reach is engine.spark.resident_frame("reach")
+    assert sorted(reach.collect(), key=str) == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4),
+                                                (3, 4), (None, 5)]
+    link = engine.dataframe("link")  # read by the stratum: resident too
+    assert reach.columns == link.columns == ["c0", "c1"]
+    with pytest.raises(ValueError) as caught:
+        engine.insert_dataframe("link", pd.DataFrame({"a": [1]}))
+    assert str(caught.value) == "`link` has 2 fields; the DataFrame has 1 columns"
+    with pytest.raises(TypeError) as caught:
+        engine.insert_dataframe("link", [(1, 2)])
+    assert str(caught.value) == "insert_dataframe takes a Spark or pandas DataFrame, not list"
+
+
+def test_a_table_spark_cannot_hold_is_no_dataframe() -> None:
+    from overlog.api import Engine as FullEngine
+
+    engine = FullEngine('q(1). q("a").\n', backend="local")
+    engine.run()
+    with pytest.raises(ValueError) as caught:
+        engine.dataframe("q")
+    assert str(caught.value) == ("`q` cannot be a Spark DataFrame as it is: a column holding "
+                                 "bigint and string values")
+    local = FullEngine("q(1). q(2).\n", backend="local")
+    local.run()
+    assert sorted(local.dataframe("q").collect()) == [(1,), (2,)]
