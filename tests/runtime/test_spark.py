@@ -64,7 +64,7 @@ def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
                "w(X / 2, X % 2, F * 2.0, S + \"!\", B) :- v(X, F, S, B).\n"
                "one(X) :- v(X, _, _, _), X == 1.\nyes(S) :- v(_, _, S, B), B == true.\n"
                "nul(S) :- v(_, _, S, B), B == null.\nless(S) :- v(X, F, S, _), F < 1.0.\n")
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     here.run()
     there.run()
     assert there.spark.local == {}
@@ -86,7 +86,7 @@ def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
     ("q().\np(1) :- q().\n", "`q` has no fields"),
 ])
 def test_what_spark_cannot_run_alike_runs_locally(program: str, reason: str) -> None:
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     here.run()
     there.run()
     assert list(there.spark.local.values()) == [reason]
@@ -97,7 +97,7 @@ def test_a_failure_inside_spark_is_reported_as_locally() -> None:
     """Spark stops at a division by zero; the stratum then runs locally, which blames the
     input row by row."""
     program = "q(1, 1). q(2, 0). q(3, 2).\np(X, Z) :- q(X, Y), Z := 6 / Y.\n"
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     ours, theirs = here.step(), there.step()
     assert [(e.code, e.message, e.quarantined) for e in theirs.errors] == [
         (e.code, e.message, e.quarantined) for e in ours.errors] == [
@@ -112,7 +112,7 @@ def test_a_failure_inside_spark_is_reported_as_locally() -> None:
        operations.map(lambda batches: batches[:3]))
 def test_random_programs_and_changes_alike(rules: list[str], batches: list) -> None:
     try:
-        here = Engine(DECLS + "\n".join(rules))
+        here = Engine(DECLS + "\n".join(rules), backend="local")
     except CompileError:
         assume(False)
         return
@@ -222,6 +222,12 @@ ALIKE = [
     ("m(X, count<Y>) :- a(X, Y).\nm(X, Z) :- b(X, Z).\nv(X, N) :- m(X, N).\n",
      [[("insert", "a", (1, 1)), ("insert", "a", (1, 2)), ("insert", "b", (7, 7))],
       [("insert", "a", (1, 3))]]),
+    # keyed view heads: a conflict (reported locally), a key freed and taken in one step
+    ("materialize(m, infinity, infinity, keys(1)).\nm(X, Y) :- q(X, Y).\n",
+     [[("insert", "q", (1, 10)), ("insert", "q", (2, 20))], [("insert", "q", (1, 11))],
+      [("delete", "q", (1, 10)), ("insert", "q", (1, 12))], [("insert", "q", (3, None))]]),
+    ("materialize(m, infinity, infinity, keys(1)).\nm(1, \"a\").\nm(X, Y) :- q(X, Y).\n",
+     [[("insert", "q", (1, "a"))], [("insert", "q", (1, "b"))]]),
     # a keyed aggregate head whose key moves from one group to another
     ("materialize(m, infinity, infinity, keys(1)).\nm(X, Y, count<Z>) :- q(X, Y, Z).\n",
      [[("insert", "q", (1, 10, "a")), ("insert", "q", (2, 0, "z")),
@@ -232,7 +238,7 @@ ALIKE = [
 
 @pytest.mark.parametrize(("program", "steps"), ALIKE)
 def test_edge_cases_run_alike(program: str, steps: list) -> None:
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     for inputs in [[], *steps]:
         reports = []
         for engine in (here, there):
@@ -249,7 +255,7 @@ def test_edge_cases_run_alike(program: str, steps: list) -> None:
 def test_a_user_function_shadowing_a_built_in_runs_locally() -> None:
     program = 'v("ab").\nw(f_size(S)) :- v(S).\n'
     functions = {"f_size": lambda s: 42}
-    here = Engine(program, functions=functions)
+    here = Engine(program, functions=functions, backend="local")
     there = Engine(program, functions=functions, backend="spark")
     here.run()
     there.run()
@@ -291,7 +297,7 @@ def test_aggregates_run_on_spark() -> None:
     program = ("q(1, 2). q(1, 5). q(2, 7). q(3, null).\nc(X, count<Y>) :- q(X, Y).\n"
                "lo(X, min<Y>) :- q(X, Y), Y != null.\n"
                "t(X + 1, sum<Y>) :- q(X, Y), Y != null, Y > 1.\n")
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     here.run()
     (report,) = there.run()
     assert there.spark.local == {}
@@ -307,7 +313,7 @@ def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
     restores what stayed in Spark."""
     program = (TC + "far(X, Y) :- reach(X, Y), notin link(X, Y).\n"
                "bad(Z) :- boom(X), Z := 6 / X.\n")
-    here, there = Engine(program), Engine(program, backend="spark")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     steps = [
         [("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
         [("insert", "link", (3, 4))],  # reach: incremental; far: afresh (link is negated)
