@@ -32,6 +32,7 @@ import random
 import resource
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class Result:
     py_rss: int | None = None  # peak KiB of this process while the system ran
     jvm_rss: int | None = None  # peak KiB of Spark's JVM
     jvm_gc: float | None = None  # seconds of JVM garbage collection while the system ran
+    timed_out: bool = False  # eval is then the time given, tuples what was found by then
+    progress: str = ""  # how far a run that timed out got
     notes: dict[str, float] = field(default_factory=dict)
 
 
@@ -126,6 +129,40 @@ def _last_job(spark) -> int:
     return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
 
 
+class Watchdog:
+    """Cancels the session's Spark jobs once ``seconds`` have passed (and keeps cancelling
+    every half second until stopped): a Spark system that runs past its time fails, and is
+    reported as timed out. The spark backend then finishes the stratum on the local backend
+    (as after any failure inside Spark), so its result is not counted."""
+
+    def __init__(self, spark, seconds: float | None) -> None:
+        self.spark, self.seconds = spark, seconds
+        self.fired = False
+        self.progress = ""  # how far the system got (it says)
+        self.load = 0.0  # its load seconds (it says)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        if self._stop.wait(self.seconds):
+            return
+        self.fired = True
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                self.spark.sparkContext.cancelAllJobs()
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> Watchdog:
+        if self.seconds is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
 # -- the systems -------------------------------------------------------------------------------
 
 class Breakdown:
@@ -138,6 +175,7 @@ class Breakdown:
 
         self.module = spark
         self.seconds = {"frame_of": 0.0, "rows_of": 0.0, "_evaluate": 0.0}
+        self.calls = 0  # of rows_of
         self.originals = {"frame_of": spark.frame_of, "rows_of": spark.rows_of,
                           "_evaluate": spark.SparkStrata._evaluate}
 
@@ -150,9 +188,22 @@ class Breakdown:
                 self.seconds[name] += time.perf_counter() - start
         return timed
 
+    def _progress(self, function: Callable) -> Callable:
+        """rows_of, telling every 100 calls how far the evaluation is (this revision of
+        SparkStrata calls it once a round for each head: a long run shows its rounds)."""
+        start = time.perf_counter()
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            if self.calls % 100 == 0:
+                print(f"    spark: {self.calls} rows_of calls, "
+                      f"{time.perf_counter() - start:.0f} s", flush=True)
+            return function(*args, **kwargs)
+        return counted
+
     def __enter__(self) -> Breakdown:
         self.module.frame_of = self._timed("frame_of", self.originals["frame_of"])
-        self.module.rows_of = self._timed("rows_of", self.originals["rows_of"])
+        self.module.rows_of = self._timed("rows_of", self._progress(self.originals["rows_of"]))
         self.module.SparkStrata._evaluate = self._timed("_evaluate", self.originals["_evaluate"])
         return self
 
@@ -162,7 +213,8 @@ class Breakdown:
         self.module.SparkStrata._evaluate = self.originals["_evaluate"]
 
 
-def run_engine(case: Case, backend: str, spark, conf: dict[str, str]) -> Result:
+def run_engine(case: Case, backend: str, spark, conf: dict[str, str],
+               timeout: float | None = None) -> Result:
     from overlog import Engine
 
     start = time.perf_counter()
@@ -177,10 +229,13 @@ def run_engine(case: Case, backend: str, spark, conf: dict[str, str]) -> Result:
         seconds = time.perf_counter() - start
         return Result(backend, load, seconds, len(engine.store.rows(case.result)))
     first = _last_job(spark)
-    with Breakdown() as breakdown:
+    with Breakdown() as breakdown, Watchdog(spark, timeout) as watchdog:
         start = time.perf_counter()
         engine.run()
         seconds = time.perf_counter() - start
+    if watchdog.fired:  # its jobs cancelled: the stratum was finished locally
+        return Result("spark", load, timeout or seconds, 0, jobs=_last_job(spark) - first,
+                      timed_out=True, progress=f"{breakdown.calls} rows_of calls")
     local = dict(engine.spark.local)
     if local:  # the stratum did not run on Spark: the comparison would mean nothing
         raise SystemExit(f"{case.name}: the spark backend ran strata locally: {local}")
@@ -193,15 +248,38 @@ def run_engine(case: Case, backend: str, spark, conf: dict[str, str]) -> Result:
                   jobs=_last_job(spark) - first, notes=notes)
 
 
-def run_hand(case: Case, path: Path, spark) -> Result:
+def run_hand(case: Case, path: Path, spark, timeout: float | None = None) -> Result:
     """The semi-naive loop as a competent PySpark user writes it."""
-    from pyspark.sql import functions as F
+    with Watchdog(spark, timeout) as watchdog:
+        try:
+            return _hand(case, path, spark, watchdog)
+        except Exception:
+            if not watchdog.fired:
+                raise
+            return Result("hand", watchdog.load, timeout or 0.0, 0, timed_out=True,
+                          progress=watchdog.progress)
 
+
+def _hand(case: Case, path: Path, spark, watchdog: Watchdog) -> Result:
+    watchdog.progress = "reading the input"
     first = _last_job(spark)
     start = time.perf_counter()
     edges = spark.read.parquet(str(path)).cache()
     edges.count()  # read once, kept in memory
-    load = time.perf_counter() - start
+    load = watchdog.load = time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        tuples, rounds = _hand_loop(case, edges, watchdog)
+        seconds = time.perf_counter() - start
+    finally:
+        edges.unpersist()
+    return Result("hand", load, seconds, tuples, rounds=rounds, jobs=_last_job(spark) - first)
+
+
+def _hand_loop(case: Case, edges, watchdog: Watchdog) -> tuple[int, int]:
+    """The result's tuples and the rounds it took."""
+    from pyspark.sql import functions as F
+
     start = time.perf_counter()
     # columns named apart (a self-join of one DataFrame is ambiguous to Spark otherwise)
     if case.kind == "tc":  # reach(X, Z) :- link(X, Y), reach(Y, Z)
@@ -224,15 +302,17 @@ def run_hand(case: Case, path: Path, spark) -> Result:
     total = total.coalesce(PARTITIONS).localCheckpoint(eager=True)
     delta, rounds = total, 0
     while True:
+        if watchdog.fired:
+            raise TimeoutError
         rounds += 1
+        watchdog.progress = f"{rounds - 1} rounds done"
+        if rounds % 100 == 0:
+            print(f"    hand: round {rounds}, {time.perf_counter() - start:.0f} s", flush=True)
         delta = step(delta).distinct().subtract(total).localCheckpoint(eager=True)
         if delta.isEmpty():
             break
         total = total.union(delta).coalesce(PARTITIONS).localCheckpoint(eager=True)
-    tuples = total.count()
-    seconds = time.perf_counter() - start
-    edges.unpersist()
-    return Result("hand", load, seconds, tuples, rounds=rounds, jobs=_last_job(spark) - first)
+    return total.count(), rounds
 
 
 def run_duckdb(case: Case, path: Path) -> Result:
@@ -279,8 +359,8 @@ def write_parquet(case: Case, folder: Path) -> Path:
 
 # -- the run -------------------------------------------------------------------------------------
 
-def measure(case: Case, systems: list[str], folder: Path, spark,
-            conf: dict[str, str]) -> list[Result]:
+def measure(case: Case, systems: list[str], folder: Path, spark, conf: dict[str, str],
+            timeout: float | None) -> list[Result]:
     path = write_parquet(case, folder)
     print(f"\n== {case.name}: {len(case.rows):,} {case.relation} rows (Parquet: {path.name}, "
           f"{path.stat().st_size:,} bytes; spark and local get them by Engine.insert)",
@@ -294,18 +374,25 @@ def measure(case: Case, systems: list[str], folder: Path, spark,
             _reset_peak(jvm)
         collected = _gc_seconds(spark)
         if system in ("spark", "local"):
-            result = run_engine(case, system, spark, conf)
+            result = run_engine(case, system, spark, conf, timeout)
         elif system == "hand":
-            result = run_hand(case, path, spark)
+            result = run_hand(case, path, spark, timeout)
         else:
             result = run_duckdb(case, path)
         result.py_rss = _peak("self") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         result.jvm_rss = _peak(jvm) if jvm is not None else None
         if collected is not None and system in ("spark", "hand"):
             result.jvm_gc = (_gc_seconds(spark) or 0.0) - collected
+        if spark is not None and system in ("spark", "hand"):
+            result.notes["checkpointed or cached RDDs still registered"] = len(
+                spark.sparkContext._jsc.getPersistentRDDs())
         results.append(result)
-        print(f"  {system}: load {result.load:.2f} s, eval {result.eval:.2f} s, "
-              f"{result.tuples:,} tuples", flush=True)
+        if result.timed_out:
+            print(f"  {system}: load {result.load:.2f} s, eval timed out after "
+                  f"{result.eval:.0f} s ({result.progress})", flush=True)
+        else:
+            print(f"  {system}: load {result.load:.2f} s, eval {result.eval:.2f} s, "
+                  f"{result.tuples:,} tuples", flush=True)
     return results
 
 
@@ -317,7 +404,8 @@ def report(case: Case, results: list[Result]) -> None:
     print(f"\n{case.name}")
     header = ("system", "load s", "eval s", "tuples", "rounds", "Spark jobs",
               "py peak MiB", "JVM peak MiB", "JVM GC s")
-    rows = [(r.system, f"{r.load:.2f}", f"{r.eval:.2f}", f"{r.tuples:,}",
+    rows = [(r.system, f"{r.load:.2f}", f"> {r.eval:.0f}" if r.timed_out else f"{r.eval:.2f}",
+             f"({r.progress})" if r.timed_out else f"{r.tuples:,}",
              "" if r.rounds is None else str(r.rounds), "" if r.jobs is None else str(r.jobs),
              _mib(r.py_rss), _mib(r.jvm_rss), "" if r.jvm_gc is None else f"{r.jvm_gc:.1f}")
             for r in results]
@@ -327,15 +415,16 @@ def report(case: Case, results: list[Result]) -> None:
                                for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
     for result in results:
         if result.notes:
-            parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in result.notes.items())
-            print(f"  {result.system} eval: {parts}")
-    by_system = {r.system: r for r in results}
+            parts = ", ".join(f"{name} {value:.2f} s" if isinstance(value, float)
+                              else f"{name}: {value}" for name, value in result.notes.items())
+            print(f"  {result.system}: {parts}")
+    by_system = {r.system: r for r in results if not r.timed_out}
     if "spark" in by_system and "hand" in by_system:
         spark, hand = by_system["spark"], by_system["hand"]
         print(f"  spark eval / hand eval: {spark.eval / hand.eval:.2f}x; "
               f"Spark jobs {spark.jobs} against {hand.jobs} "
               f"({hand.rounds} rounds by hand)")
-    counts = {r.system: r.tuples for r in results}
+    counts = {r.system: r.tuples for r in results if not r.timed_out}
     assert len(set(counts.values())) <= 1, f"{case.name}: the systems disagree: {counts}"
 
 
@@ -365,6 +454,10 @@ def main() -> None:
                         help="cases run untimed first by spark and hand, so that neither "
                              "pays for the JVM's warming up alone ('none': no warm-up; "
                              "default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=900, metavar="SECONDS",
+                        help="seconds each Spark system may evaluate a case: its jobs are "
+                             "then cancelled and it is reported as timed out "
+                             "(default: %(default)s)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the session both spark and hand use "
                              "(repeatable; e.g. spark.driver.memory=8g)")
@@ -405,7 +498,7 @@ def main() -> None:
             print(f"warm-up ({args.warmup}; {', '.join(warm)}, untimed): "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         for case in cases:
-            report(case, measure(case, systems, Path(folder), spark, conf))
+            report(case, measure(case, systems, Path(folder), spark, conf, args.timeout))
 
 
 if __name__ == "__main__":

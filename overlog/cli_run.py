@@ -51,7 +51,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--spark-threshold", type=int, metavar="ROWS",
                      help=f"with --backend auto (default {SPARK_THRESHOLD:,})")
     run.add_argument("--spark-master", metavar="URL",
-                     help="the Spark master (default local[2]; spark://HOST:PORT)")
+                     help="the Spark master (default local[2]; spark://HOST:PORT; "
+                     "sc://HOST:PORT for Spark Connect)")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")

@@ -74,6 +74,10 @@ _FIXED = {"spark.sql.ansi.enabled": "true", "spark.sql.parser.escapedStringLiter
 
 
 def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
+    if master.startswith("sc://"):  # Spark Connect: a server's session, no JVM here
+        from overlog.runtime import sparkconnect
+
+        return sparkconnect.start(master, conf, _FIXED)
     try:
         import pyarrow  # noqa: F401
         from pyspark.sql import SparkSession
@@ -94,7 +98,10 @@ def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
     builder = (SparkSession.builder.master(master).appName("overlog")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.enabled", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               # checkpoints of past rounds and steps go once unreferenced: the JVM collects
+               # garbage (and Spark drops their blocks) every minute, not every 30
+               .config("spark.cleaner.periodicGC.interval", "1min"))
     for name, value in {**conf, **_FIXED}.items():
         builder = builder.config(name, value)
     try:
@@ -542,6 +549,7 @@ def _not_null(text: str) -> str:
 def frame_of(spark: SparkSession, rows: Set[Row] | list[Row], arity: int) -> DataFrame:
     """``rows`` (engine values) as a DataFrame with columns c0, c1, ... through Arrow."""
     import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     kinds = column_types(rows, arity)
     arrow = {"bigint": pa.int64(), "double": pa.float64(), "string": pa.string(),
@@ -550,7 +558,8 @@ def frame_of(spark: SparkSession, rows: Set[Row] | list[Row], arity: int) -> Dat
     table = pa.table({f"c{i}": pa.array([_plain(v) for v in column], type=arrow[kind])
                       for i, (column, kind) in enumerate(zip(columns, kinds, strict=True))}
                      if arity else {"c": pa.array([0] * len(rows), type=pa.int8())})
-    frame = spark.createDataFrame(table)
+    # the schema given: Spark Connect cannot infer it from an empty table
+    frame = spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
     return frame.drop("c") if not arity else frame
 
 
@@ -567,6 +576,22 @@ def rows_of(frame: DataFrame) -> set[Row]:
         return {()} if table.num_rows else set()
     columns = [column.to_pylist() for column in table.columns]
     return {internal_row(row) for row in zip(*columns, strict=True)}
+
+
+def _difference(rows: DataFrame, other: DataFrame) -> DataFrame:
+    """The distinct rows of ``rows`` not in ``other``. Spark's subtract keeps every row when a
+    column holds only nulls (typed void, its null-safe test never matches them); such a
+    column is equal everywhere, so the test leaves it out."""
+    from pyspark.sql import functions as F
+
+    void = [c for c, kind in rows.dtypes if _type(kind) is None]
+    if not void:
+        return rows.subtract(other)
+    keys = [c for c in rows.columns if c not in void]
+    theirs = other.select(*(F.col(c).alias(f"other_{c}") for c in keys))
+    test = (F.expr(" AND ".join(f"(`{c}` <=> `other_{c}`)" for c in keys)) if keys
+            else F.lit(True))
+    return rows.join(theirs, test, "left_anti").distinct()
 
 
 def _relations(plan: p.Plan) -> set[str]:
@@ -786,7 +811,7 @@ class SparkStrata:
                 frames[name] = frame_of(spark, store.rows(name), self.arity[name])
                 continue
             if minus.get(name):
-                frame = frame.subtract(frame_of(spark, minus[name], self.arity[name]))
+                frame = _difference(frame, frame_of(spark, minus[name], self.arity[name]))
             if plus.get(name):
                 frame = _union([frame, frame_of(spark, plus[name], self.arity[name])], name)
             if minus.get(name) or plus.get(name):
@@ -842,7 +867,7 @@ class SparkStrata:
                 if not outputs:
                     continue
                 typed = _unify([total[head], *outputs], head)
-                new_rows = _union(typed[1:], head).subtract(typed[0])\
+                new_rows = _difference(_union(typed[1:], head), typed[0])\
                     .localCheckpoint(eager=True)
                 rows = rows_of(new_rows)
                 if not rows:
