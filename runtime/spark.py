@@ -594,6 +594,11 @@ def _difference(rows: DataFrame, other: DataFrame) -> DataFrame:
     return rows.join(theirs, test, "left_anti").distinct()
 
 
+def _compact(frame: DataFrame, partitions: int) -> DataFrame:
+    """``frame`` in ``partitions`` partitions, checkpointed (its lineage cut)."""
+    return frame.coalesce(partitions).localCheckpoint(eager=True)
+
+
 def _relations(plan: p.Plan) -> set[str]:
     found = {plan.driver.relation} if isinstance(plan.driver, p.Scan) else set()
     return found | {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
@@ -655,6 +660,7 @@ class SparkStrata:
     not an error: everything runs locally (``unavailable`` says why)."""
 
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
+    COMPACT = 4  # rounds a head's table takes in between two checkpoints of all of it
 
     def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
                  master: str = "local[2]", conf: Mapping[str, str] | None = None,
@@ -815,7 +821,7 @@ class SparkStrata:
             if plus.get(name):
                 frame = _union([frame, frame_of(spark, plus[name], self.arity[name])], name)
             if minus.get(name) or plus.get(name):
-                frame = frame.coalesce(self.PARTITIONS).localCheckpoint(eager=True)
+                frame = _compact(frame, self.PARTITIONS)
             frames[name] = frame
         return frames
 
@@ -861,6 +867,7 @@ class SparkStrata:
                     found[rule.head].append(translate.run(first.insert,
                                                           every[first.relation], every))
         derived: dict[str, set[Row]] = {head: set() for head in heads}
+        parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new
             delta = {}
             for head, outputs in found.items():
@@ -874,8 +881,11 @@ class SparkStrata:
                     continue
                 derived[head] |= rows
                 delta[head] = new_rows
-                total[head] = _union([typed[0], new_rows], head)\
-                    .coalesce(self.PARTITIONS).localCheckpoint(eager=True)
+                total[head] = _union([typed[0], new_rows], head)
+                parts[head] += 1  # a union of a few checkpointed parts, compacted now and then
+                if parts[head] == self.COMPACT:
+                    total[head] = _compact(total[head], self.PARTITIONS)
+                    parts[head] = 0
             if not delta:
                 break
             every = {**frames, **total}
@@ -888,6 +898,8 @@ class SparkStrata:
         else:
             raise Unsupported("more rounds than a step may take (the local backend reports "
                               "it)")
+        total = {head: _compact(frame, self.PARTITIONS) if parts[head] else frame
+                 for head, frame in total.items()}  # what stays resident: whole again
         for head in heads:  # two rows with one key: the local backend reports it (E303)
             if head in self.keys and not total[head].groupBy(
                     *(f"c{k}" for k in self.keys[head])).count().filter("count > 1").isEmpty():
