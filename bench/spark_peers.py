@@ -1,6 +1,7 @@
 """Our Spark backend beside its peers, on the same seeded inputs, in one process:
 
     python bench/spark_peers.py CASE [CASE ...] [--only spark,hand,local,duckdb]
+        [--timeout SECONDS] [--warmup CASES|none] [--spark-conf KEY=VALUE ...]
 
 CASE is `tc-chain:N` (closure of a chain of N nodes), `tc-random:NODES:ARCS` (closure of a
 random graph drawn as bench/spark_tc.py draws it, `random.Random(1)`) or `sg-tree:DEPTH`
@@ -17,10 +18,14 @@ The systems:
 - duckdb: WITH RECURSIVE (the queries of bench/peers.py) over a table read from Parquet.
 
 The inputs are written to Parquet in a temporary folder first; the Spark session is started
-once before any timing. Prints, per case, load and eval seconds, the result's tuples (all
-systems must agree), Spark jobs and peak memory (of this Python process and of the JVM,
-each reset before a system runs where Linux allows it), and where the spark backend's
-evaluation time goes (measured by wrapping runtime/spark.py's functions in this process).
+once before any timing, and spark and hand then run small cases untimed (--warmup), so that
+neither pays alone for the JVM's warming up. A Spark system past --timeout (default 900 s)
+has its jobs cancelled and is reported as timed out, with how far it got. Prints, per case,
+load and eval seconds, the result's tuples (all systems that finished must agree), Spark
+jobs started, peak memory (of this Python process and of the JVM, each reset before a
+system runs where Linux allows it), JVM garbage collection, checkpointed RDDs left
+registered, and where the spark backend's evaluation time goes (measured by wrapping
+runtime/spark.py's frame_of, rows_of and SparkStrata._evaluate in this process).
 """
 
 from __future__ import annotations

@@ -866,6 +866,9 @@ class SparkStrata:
                 if first is not None:  # its plan reads every other atom in full
                     found[rule.head].append(translate.run(first.insert,
                                                           every[first.relation], every))
+        # the rows of each head's table as the loop starts, and those the loop adds
+        known = {head: store.rows(head) if incremental else store.asserted(head)
+                 for head in heads}
         derived: dict[str, set[Row]] = {head: set() for head in heads}
         parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new
@@ -873,14 +876,16 @@ class SparkStrata:
             for head, outputs in found.items():
                 if not outputs:
                     continue
+                # the round's rows come back, and the driver keeps those not derived before
+                # (a set difference there costs less than Spark's shuffle of the table)
                 typed = _unify([total[head], *outputs], head)
-                new_rows = _difference(_union(typed[1:], head), typed[0])\
-                    .localCheckpoint(eager=True)
-                rows = rows_of(new_rows)
+                rows = rows_of(_union(typed[1:], head).distinct())
+                rows -= known[head]
+                rows -= derived[head]
                 if not rows:
                     continue
                 derived[head] |= rows
-                delta[head] = new_rows
+                delta[head] = new_rows = frame_of(spark, rows, self.arity[head])
                 total[head] = _union([typed[0], new_rows], head)
                 parts[head] += 1  # a union of a few checkpointed parts, compacted now and then
                 if parts[head] == self.COMPACT:
