@@ -4,8 +4,9 @@ the same plans.
 A stratum runs here when its placement says so (``--backend spark``: every stratum that can);
 its semi-naive loop runs in Spark, every relation it reads crossing once as Arrow: each round
 joins the new rows of the stratum's relations (the delta) with the others, keeps only rows not
-derived before (a set difference), and cuts the lineage (a local checkpoint) so that rounds stay
-cheap. The result comes back as the stratum's rows, which the fixpoint puts in its store.
+derived before (a set difference in Spark: only new rows come back), and grows each head's
+table by them, cutting its lineage (a local checkpoint) every few rounds so that rounds stay
+cheap. The fixpoint puts the new rows in its store.
 
 Spark is an accelerator, never the reference: a stratum it cannot run as the local backend
 would (a value Spark cannot hold with the same meaning, an expression without a Spark
@@ -866,9 +867,6 @@ class SparkStrata:
                 if first is not None:  # its plan reads every other atom in full
                     found[rule.head].append(translate.run(first.insert,
                                                           every[first.relation], every))
-        # the rows of each head's table as the loop starts, and those the loop adds
-        known = {head: store.rows(head) if incremental else store.asserted(head)
-                 for head in heads}
         derived: dict[str, set[Row]] = {head: set() for head in heads}
         parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new
@@ -876,16 +874,14 @@ class SparkStrata:
             for head, outputs in found.items():
                 if not outputs:
                     continue
-                # the round's rows come back, and the driver keeps those not derived before
-                # (a set difference there costs less than Spark's shuffle of the table)
                 typed = _unify([total[head], *outputs], head)
-                rows = rows_of(_union(typed[1:], head).distinct())
-                rows -= known[head]
-                rows -= derived[head]
+                new_rows = _difference(_union(typed[1:], head), typed[0])\
+                    .localCheckpoint(eager=True)
+                rows = rows_of(new_rows)
                 if not rows:
                     continue
                 derived[head] |= rows
-                delta[head] = new_rows = frame_of(spark, rows, self.arity[head])
+                delta[head] = new_rows
                 total[head] = _union([typed[0], new_rows], head)
                 parts[head] += 1  # a union of a few checkpointed parts, compacted now and then
                 if parts[head] == self.COMPACT:
