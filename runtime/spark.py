@@ -460,8 +460,8 @@ class Translator:
 def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     """One row per group of the bag ``rows`` (every column but the aggregate's), with the
     aggregate's meaning: ``sum`` of ints fails on a null, as ``min`` and ``max`` do when
-    there is something to compare it with; a float ``sum`` and ``avg`` are Unsupported
-    (their result depends on the order of the terms, and on how the division is done)."""
+    there is something to compare it with; a float ``sum`` is Unsupported (its result
+    depends on the order of the terms; ``avg`` never comes here: see static_reason)."""
     from pyspark.sql import functions as F
 
     column = f"c{aggregate.position}"
