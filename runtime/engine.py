@@ -137,6 +137,8 @@ class Engine:
                                             isinstance(spark_threshold, int)
                                             or spark_threshold < 0):
             raise ValueError(f"spark_threshold must be an int >= 0, not {spark_threshold!r}")
+        if spark_threshold is not None and backend != "auto":
+            raise ValueError(f"spark_threshold goes with backend 'auto', not {backend!r}")
         # with backend "spark" or "auto": the strata Spark runs (runtime/spark.py)
         self.spark: SparkStrata | None = None
         if backend in ("spark", "auto"):

@@ -137,6 +137,11 @@ def _check_java() -> None:
                                "with --backend local")
 
 
+def first_line(error: BaseException, limit: int = 160) -> str:
+    """The first line of an error's message (Spark's run long), cut at ``limit``."""
+    return next(iter(str(error).strip().splitlines()), type(error).__name__)[:limit]
+
+
 # -- types ---------------------------------------------------------------------------------
 
 _TYPES = {int: "bigint", float: "double", IntFloat: "double", str: "string", Bool: "boolean"}
@@ -799,8 +804,7 @@ class SparkStrata:
             return None
         except Exception as error:  # a failure inside Spark: the local backend reports it
             if type(error).__module__.startswith(("pyspark", "py4j")):
-                first = next(iter(str(error).strip().splitlines()), "")
-                reasons[key] = f"Spark failed ({type(error).__name__}: {first[:160]})"
+                reasons[key] = f"Spark failed ({type(error).__name__}: {first_line(error)})"
                 return None
             raise
         reasons.pop(key, None)
@@ -845,8 +849,8 @@ class SparkStrata:
         if incremental:  # what is new derives from the step's new rows (semi-naive)
             assert before is not None
             self.incremental += 1
-            total = {head: _union([before.totals[head], frame_of(
-                spark, plus[head], self.arity[head])], head).localCheckpoint(eager=True)
+            total = {head: _compact(_union([before.totals[head], frame_of(
+                spark, plus[head], self.arity[head])], head), self.PARTITIONS)
                 if plus.get(head) else before.totals[head] for head in heads}
             every = {**frames, **total}
             new = {name: frame_of(spark, plus[name], self.arity[name])

@@ -178,7 +178,9 @@ def _quiet() -> Iterator[None]:
 
 
 def _first_line(error: BaseException) -> str:
-    return next(iter(str(error).strip().splitlines()), type(error).__name__)[:300]
+    from overlog.runtime.spark import first_line
+
+    return first_line(error, 300)
 
 
 def _restore_mode(was: str | None) -> None:

@@ -123,3 +123,15 @@ def test_load_refuses_a_bad_file_whole(tmp_path, name, text, error) -> None:
         engine.load("link", str(path))
     assert str(caught.value) == error.format(path=path)
     assert engine.pending == []
+
+
+@pytest.mark.parametrize(("options", "error"), [
+    ({"spark_threshold": -1}, "spark_threshold must be an int >= 0, not -1"),
+    ({"spark_threshold": True}, "spark_threshold must be an int >= 0, not True"),
+    ({"spark_threshold": 5, "backend": "local"},
+     "spark_threshold goes with backend 'auto', not 'local'"),
+])
+def test_a_bad_spark_threshold_is_refused(options, error) -> None:
+    with pytest.raises(ValueError) as caught:
+        overlog.Engine("p(1).\n", **options)
+    assert str(caught.value) == error

@@ -11,12 +11,8 @@ process). Logs of the master and the worker are in the module's temporary direct
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.runtime.spark_processes import free_port, spark_home, start, stop
 
 pytestmark = pytest.mark.spark
 
@@ -65,22 +63,6 @@ TRACE = ["trace: step 1 @0: stratum 0 on Spark derived 83, stratum 1 on Spark de
          "+30 link, +71 reach, +12 cyclic, +7 acyclic, +19 fanout"]
 
 
-def _require_spark() -> Path:
-    """pyspark's package directory (SPARK_HOME); skips without java or pyspark."""
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on the PATH: a Spark cluster needs Java 17+")
-    found = importlib.util.find_spec("pyspark")
-    if found is None or found.origin is None:
-        pytest.skip("pyspark is not installed")
-    return Path(found.origin).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Cluster:
     master: str  # spark://127.0.0.1:PORT
@@ -97,23 +79,11 @@ class Cluster:
                          for log in self.logs)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process's group (it, and the executors a worker started), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-            process.wait(timeout=wait)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    home = _require_spark()
+    home = spark_home("a Spark cluster")
     where = tmp_path_factory.mktemp("cluster")
-    port, web, worker_web = _free_port(), _free_port(), _free_port()
+    port, web, worker_web = free_port(), free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}  # no port 6066
     found = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web}", where / "work",
@@ -128,11 +98,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     processes: list[subprocess.Popen] = []
     try:
         for command, log in zip(commands, found.logs, strict=True):
-            with open(log, "wb") as out:
-                processes.append(subprocess.Popen(
-                    [str(home / "bin" / "spark-class"), *command], stdout=out,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=where,
-                    start_new_session=True))
+            processes.append(start([str(home / "bin" / "spark-class"), *command], log, env,
+                                   where))
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             dead = [p.args[1] for p in processes if p.poll() is not None]
@@ -151,7 +118,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield found
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop(process)
 
 
 def _run(where: Path, *args: str) -> subprocess.CompletedProcess:

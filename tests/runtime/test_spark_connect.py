@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from overlog.runtime import sparkconnect
+from tests.runtime.spark_processes import free_port, spark_home, start, stop
 
 pytestmark = pytest.mark.spark
 
@@ -61,21 +62,13 @@ TRACE = ["trace: step 1 @0: stratum 0 on Spark derived 24, stratum 1 on Spark de
          "+7 link, +2 cost, +19 reach, +3 cyclic, +3 acyclic, +6 fanout, +6 far, +2 share, "
          "+1 total",
          "trace: step 2 @0: no rule fired; 1 error events"]
-# the Connect client's packages: module -> what pip installs (pyspark's `connect` extra)
-CLIENT = {"grpc": "grpcio", "grpc_status": "grpcio-status",
-          "google.rpc": "googleapis-common-protos", "zstandard": "zstandard",
-          "pyarrow": "pyarrow", "pandas": "pandas"}
 
 
 def _require_connect() -> Path:
     """pyspark's package directory (SPARK_HOME); skips without java, pyspark, or the Connect
     client's packages."""
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on the PATH: a Spark Connect server needs Java 17+")
-    found = importlib.util.find_spec("pyspark")
-    if found is None or found.origin is None:
-        pytest.skip("pyspark is not installed")
-    for module, package in CLIENT.items():
+    home = spark_home("a Spark Connect server")
+    for module, package in sparkconnect._CLIENT.items():
         try:
             missing = importlib.util.find_spec(module) is None
         except ImportError:  # google itself is missing
@@ -83,13 +76,7 @@ def _require_connect() -> Path:
         if missing:
             pytest.skip(f"the Spark Connect client needs {package}: pip install "
                         "'pyspark[connect]'")
-    return Path(found.origin).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return home
 
 
 def _listening(port: int) -> bool:
@@ -109,23 +96,11 @@ class Server:
         return f"--- {self.log}:\n{self.log.read_text(errors='replace')[-4000:]}"
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group (spark-submit and its JVM), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-            process.wait(timeout=wait)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = _require_connect()
     where = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     found = Server(f"sc://127.0.0.1:{port}", where / "server.log")
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
     command = [str(home / "bin" / "spark-submit"),
@@ -135,10 +110,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.ui.enabled=false",
                "--conf", f"spark.local.dir={where}"]
-    with open(found.log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env, cwd=where,
-                                   start_new_session=True)
+    process = start(command, found.log, env, where)
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _listening(port):
@@ -151,7 +123,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             time.sleep(0.5)
         yield found
     finally:
-        _stop(process)
+        stop(process, grace=30)
 
 
 def _run(where: Path, *args: str) -> subprocess.CompletedProcess:
@@ -195,14 +167,12 @@ def test_the_strata_ran_on_spark(runs: dict) -> None:
 
 
 def test_no_server_at_the_address_stops_at_once(program: Path) -> None:
-    port = _free_port()  # nothing listens there
-    started = time.monotonic()
+    port = free_port()  # nothing listens there
     done = _run(program, "--backend", "spark", "--spark-master", f"sc://127.0.0.1:{port}")
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", f"overlog: error: no Spark Connect server at 127.0.0.1:{port} "
         f"(sc://127.0.0.1:{port}): the connection was refused; start one (pyspark's "
         "sbin/start-connect-server.sh), or check the address\n")
-    assert time.monotonic() - started < 60
 
 
 def test_a_setting_of_the_server_is_refused(server: Server, program: Path) -> None:
