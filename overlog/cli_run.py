@@ -238,9 +238,17 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     tables = args.print_tables or watched or [
         name for name, rel in checked.relations.items() if not rel.event]
+    from overlog.runtime.engine import ROWS_LIMIT
+
+    held = engine.spark.held if engine.spark is not None else {}
     for name in tables:
-        if not checked.relations[name].event:
-            printer.final(name, engine.rows(name))
+        if checked.relations[name].event:
+            continue
+        if held.get(name, 0) > ROWS_LIMIT and name not in args.print_tables:
+            print(f"overlog: note: `{name}` holds {held[name]:,} rows in Spark: not printed "
+                  f"(--print {name} prints them; -D DIR writes them)", file=err)
+            continue
+        printer.final(name, engine.rows(name, max_rows=None))
     if args.output:
         _write_output(engine, args.output, args.output_format)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
@@ -287,6 +295,8 @@ def _trace(report, err: TextIO) -> None:
     changes = [f"+{n} {name}" for name, n in report.counts("inserted").items()]
     changes += [f"-{n} {name}" for name, n in report.counts("deleted").items()]
     changes += [f"{n} {name} events" for name, n in report.counts("events").items()]
+    changes += [f"{sign}{n} {name} (in Spark)" for name, change in report.held.items()
+                for sign, n in zip("+-", change, strict=True) if n]
     print(f"trace: step {report.step} @{report.time:g}: "
           f"{', '.join(fired) or 'no rule fired'}; {', '.join(changes) or 'no changes'}",
           file=err)
@@ -359,15 +369,22 @@ def _write_output(engine, directory: str, fmt: str = "csv") -> None:
             final = os.path.join(directory, f"{name}.{fmt}")
             temporary = os.path.join(directory, f".{name}.{fmt}.{os.getpid()}.tmp")
             written.append((temporary, final))
+            spark = engine.spark
+            held = spark is not None and name in spark.held  # streamed from Spark
+            batches = spark.stream(name) if held else iter([engine.rows(name)])
             if fmt == "parquet":
                 try:
-                    parquetio.write_table(temporary, name, engine.rows(name), relation.arity)
+                    if held:
+                        parquetio.write_batches(temporary, name, batches, relation.arity,
+                                                spark.column_types(name))
+                    else:
+                        parquetio.write_table(temporary, name, next(batches), relation.arity)
                 except parquetio.ParquetError as error:
                     raise UsageError(f"-D: {error}") from None
                 continue
             with open(temporary, "w", encoding="utf-8", newline="") as f:
-                for row in engine.rows(name):
-                    f.write(format_row(row) + "\n")
+                for batch in batches:
+                    f.writelines(format_row(row) + "\n" for row in batch)
         for temporary, final in written:
             os.replace(temporary, final)
     except BaseException as error:  # a full disk, or Ctrl-C: no temporary file stays

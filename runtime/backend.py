@@ -97,11 +97,24 @@ class Store(Protocol):
 
     def retract_row(self, relation: str, row: Row) -> None: ...
 
+    def release(self, relation: str) -> None:
+        """Drop every row of a relation whose rows now live elsewhere (Spark), keeping
+        its asserted rows and the step's changes; journaled."""
+
+    def take_back(self, relation: str, rows: set[Row]) -> None:
+        """Hold a released relation's rows again (not a change of the step); journaled."""
+
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the
         store, such as aggregate groups)."""
 
     def rollback(self) -> None: ...
+
+    def mark(self) -> int:
+        """A point of the step to roll back to (``rollback_to``)."""
+
+    def rollback_to(self, mark: int) -> None:
+        """Undo what the step did since ``mark``."""
 
     def commit(self) -> None:
         """The step's changes are fixed: forget the journal."""

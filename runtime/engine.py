@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
+# rows() collects a relation held in Spark up to this many rows unless told otherwise
+ROWS_LIMIT = 1_000_000
 
 class _LenientFunctions(Mapping):
     """Function arities for analysis: built-ins, registered ones, and any other `f_` name
@@ -203,6 +205,10 @@ class Engine:
                 raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
                                  f"{rel.arity}")
             pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
+        if self.spark is not None and not rel.event:  # its rows must come to Python
+            self.spark.keep_local(relation, self.store)
+            if not self._stepping:
+                self.store.commit()
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
 
     registerListener = register_listener
@@ -267,8 +273,19 @@ class Engine:
         self.user_functions[name] = fn
         self._functions[name] = fn
 
-    def rows(self, relation: str) -> list[Row]:
+    def rows(self, relation: str, *, max_rows: int | None = ROWS_LIMIT) -> list[Row]:
+        """A relation's rows, sorted. A relation held in Spark (docs/spark.md) is collected
+        only up to ``max_rows`` rows (None: whatever its size); above, ValueError."""
         self._relation(relation)
+        spark = self.spark
+        if spark is not None and relation in spark.held:
+            count = spark.held[relation]
+            if max_rows is not None and count > max_rows:
+                raise ValueError(
+                    f"`{relation}` holds {count:,} rows in Spark, more than rows() collects "
+                    f"(max_rows={max_rows:,}): pass max_rows=None to collect them all, or "
+                    "read them with dataframe()")
+            return sorted_rows(spark.collect(relation))
         return sorted_rows(self.store.rows(relation))
 
     def next_time(self) -> float | None:
@@ -388,6 +405,9 @@ class Engine:
                    failed: list[StepError]) -> None:
         """After commit: queue the changes for the next step, send, report, call back."""
         report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
+        report.held = {name: (change.added, change.removed)  # type: ignore[union-attr]
+                       for name, change in self._fixpoint.held.items()
+                       if change.added or change.removed}
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
@@ -473,6 +493,10 @@ class Engine:
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store
+        spark = self.spark
+        if spark is not None and spark.held:  # inserts and deletes apply in the store
+            for name in sorted({relation for _, relation, _ in inputs} & spark.held.keys()):
+                spark.unhold(name, store, changes=False)
         for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
             rows = [row for _, _, row in run]
             if kind == "event":  # distinct already: events are sets within a step

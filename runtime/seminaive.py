@@ -203,16 +203,45 @@ class Limits:
     step_seconds: float | None = None  # wall-clock time of one step's fixpoint
 
 
+class _Moved(Exception):
+    """The views being evaluated move to the offload (see ``Fixpoint._views``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A head whose rows the offload holds (they never come back): how many rows its
+    evaluation added and removed."""
+
+    added: int
+    removed: int
+
+
 class Offload(Protocol):
     """Evaluates rules elsewhere (Spark); None leaves them here. ``evaluate``: a stratum's
     view rules, given the step's changes so far (relation -> rows added, rows removed): each
-    head's rows to add and rows no longer derived; ``forget``: the result was not taken
-    (evaluate that stratum afresh next time). ``groups``: an aggregate rule's groups, group
-    key (the head's other columns) -> row."""
+    head's rows to add and rows no longer derived, or Held for a head whose rows stay there
+    (the store releases them); ``forget``: the result was not taken (evaluate that stratum
+    afresh next time). ``groups``: an aggregate rule's groups, group key (the head's other
+    columns) -> row. ``held``: the relations whose rows it holds; ``changed``: whether the
+    step changed any of them among ``relations``. When ``evaluate`` returns None it has put
+    the held relations the stratum touches back in the store first, with the step's
+    changes."""
+
+    held: Mapping[str, int]
+
+    def begin_step(self) -> None: ...
+
+    def watches(self, rules: list[p.RulePlan]) -> bool:
+        """Whether a stratum's views evaluated here may move to the offload mid-step."""
+
+    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+        """Whether they move now (their tables have grown): evaluated there instead."""
+
+    def changed(self, relations: Iterable[str]) -> bool: ...
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 ) -> dict[str, tuple[set[Row], set[Row]]] | None: ...
+                 ) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
 
     def forget(self, stratum: int, store: Any) -> None: ...
 
@@ -266,6 +295,8 @@ class Fixpoint:
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
         # new head tuples each rule derived in the current step (for --trace); reset per step
         self.firings: Counter = Counter()
+        self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
+        self._moving: list[p.RulePlan] | None = None  # views that may move mid-evaluation
         self.initial = False  # the current step is the first: rules without atoms fire
 
     # -- one step -----------------------------------------------------------------------
@@ -273,11 +304,14 @@ class Fixpoint:
     def run(self, initial: bool = False) -> DeferredOutput:
         """One step's fixpoint and deferred rules; ``initial`` for the engine's first step."""
         self.firings = Counter()
+        self.held = {}
         self.initial = initial
         self.new_rows = 0
         self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
+        if self.offload is not None:
+            self.offload.begin_step()
         for views, events, aggregates in self.strata:
             self._stratum(views, events, aggregates)
         return self._deferred()
@@ -292,9 +326,11 @@ class Fixpoint:
             if events:
                 self._insert(events, *self._snapshot(events))
             return
-        plus, minus = self._snapshot([*views, *events, *aggregates])
+        rules = [*views, *events, *aggregates]
+        plus, minus = self._snapshot(rules)
         offload = self.offload is not None and (
-            any(plus.values()) or any(minus.values()) or self.initial)
+            any(plus.values()) or any(minus.values()) or self.initial
+            or self.offload.changed(plus))
         for rule in aggregates:
             if not (offload and self._offloaded_groups(rule)):
                 self._aggregate(rule, plus, minus)
@@ -302,10 +338,42 @@ class Fixpoint:
             grown, shrunk = self.store.changes({r.head for r in aggregates})
             plus.update(grown)
             minus.update(shrunk)
-        if offload and views and self._offloaded(views, plus, minus):
-            if events:
-                self._insert(events, *self._snapshot(events))
+        if offload and views:
+            held = self.offload.held.keys() & plus.keys()  # type: ignore[union-attr]
+            if self._offloaded(views, plus, minus):
+                if events:
+                    self._insert(events, *self._snapshot(events))
+                return
+            if held:  # back in the store, with the step's changes
+                plus, minus = self._snapshot(rules)
+        self._views(views, plus, minus)
+        if events:  # they fire on what is new in the step: rederived rows are not
+            self._insert(events, *self._snapshot(events))
+
+    def _views(self, views: list[_Rule], plus: dict, minus: dict) -> None:
+        """Evaluate the views here. With an offload that takes a stratum once its tables
+        grow past a size (``--backend auto``), a stratum whose tables grow past it in this
+        evaluation moves there at once, and what it did here is undone."""
+        offload = self.offload
+        plans = [r.plan for r in views]
+        if not views or offload is None or not offload.watches(plans):
+            self._views_here(views, plus, minus)
             return
+        mark = self.store.mark()
+        saved = (self.firings.copy(), self.new_rows, self.budget.left)
+        self._moving = plans
+        try:
+            self._views_here(views, dict(plus), minus)
+            return
+        except _Moved:
+            self.store.rollback_to(mark)
+            self.firings, self.new_rows, self.budget.left = saved
+        finally:
+            self._moving = None
+        if not self._offloaded(views, plus, minus):
+            self._views_here(views, *self._snapshot(views))
+
+    def _views_here(self, views: list[_Rule], plus: dict, minus: dict) -> None:
         overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
             self._insert(views, {}, {}, self._recompute(views))
@@ -314,8 +382,6 @@ class Fixpoint:
             for name, rows in rederived.items():
                 plus[name] = plus.get(name, set()) | rows
             self._insert(views, plus, minus)
-        if events:  # they fire on what is new in the step: rederived rows are not
-            self._insert(events, *self._snapshot(events))
 
     def _offloaded(self, views: list[_Rule], plus: dict, minus: dict) -> bool:
         """Evaluate the views on the offload (Spark) and put what changed in the store;
@@ -327,7 +393,8 @@ class Fixpoint:
         if found is None:
             return False
         stratum = views[0].plan.stratum
-        count = sum(len(new) for new, _ in found.values())
+        count = sum(change.added if isinstance(change, Held) else len(change[0])
+                    for change in found.values())
         if count > self.budget.left or (self.deadline is not None
                                         and time.monotonic() > self.deadline):
             offload.forget(stratum, self.store)
@@ -336,7 +403,13 @@ class Fixpoint:
         self.new_rows += count
         store = self.store
         label = f"stratum {stratum} on Spark"
-        for head, (new, old) in found.items():
+        for head, change in found.items():
+            if isinstance(change, Held):  # its rows stay in Spark
+                store.release(head)
+                self.firings[label] += change.added
+                self.held[head] = change
+                continue
+            new, old = change
             gone = self._derived_only(head, old)
             if gone:
                 store.remove_many(head, gone)
@@ -556,6 +629,9 @@ class Fixpoint:
                        rules: list[_Rule]) -> None:
         """After a round that added ``delta``: the step may go on, or it has run past a limit
         (E307, naming the rule that added the most in the round)."""
+        if self._moving is not None and self.offload.moves(  # type: ignore[union-attr]
+                self._moving, self.store):
+            raise _Moved
         limits = self.limits
         self.new_rows += sum(map(len, delta.values()))
         self.budget.left = max(0, limits.max_tuples - self.new_rows)

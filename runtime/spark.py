@@ -20,18 +20,20 @@ keeps the stratum local. Equality is null-safe (`null == null` holds in Overlog)
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
+from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal_row
 
 if TYPE_CHECKING:
@@ -675,6 +677,7 @@ class SparkStrata:
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.events = {name for name, rel in relations.items() if rel.event}
         self.keys = {name: rel.keys for name, rel in relations.items() if rel.keyed}
+        self.relations = relations
         self.user = user  # the engine's user functions, as they are registered
         self.master = master
         self.conf = dict(conf or {})
@@ -690,14 +693,143 @@ class SparkStrata:
         self.unavailable: str | None = None  # with a threshold: why Spark could not start
         self._warming: threading.Thread | None = None
         self._tables: dict[str, list[str]] = {}  # label -> the tables its size counts
+        # relations held in Spark (their rows never cross to Python; the store released
+        # them) -> how many rows; see ``holdable``
+        self.held: dict[str, int] = {}
+        self._holdable: dict[str, int] | None = None  # relation -> the stratum deriving it
+        self._kept_local: set[str] = set()  # relations Python reads (listeners)
+        self._readers: dict[str, set[int | None]] = {}  # relation -> strata reading it
+        # this step: held relations it changed -> their new rows (None: rows also went),
+        # and their rows before it
+        self._changed: dict[str, DataFrame | None] = {}
+        self._started: dict[str, DataFrame] = {}
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
         session(self.master, self.conf)
 
+    # -- relations held in Spark -------------------------------------------------------------
+
+    @property
+    def holdable(self) -> dict[str, int]:
+        """The relations that may live only in Spark, each with the stratum deriving it:
+        persistent, without keys or soft state, derived only by view rules of a stratum
+        that may run on Spark and reads no events, and read only by such rules; not those
+        with a listener (``keep_local``)."""
+        if self._holdable is None:
+            never = self.never[0]
+            found = {rule.head: rule.stratum for rule in self.plan.rules
+                     if not rule.head_event and rule.stratum is not None}
+            for rule in self.plan.rules:
+                reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
+                for name in reads:
+                    self._readers.setdefault(name, set()).add(rule.stratum)
+                if (rule.kind != "view" or rule.deferred or rule.head_event
+                        or rule.aggregation is not None or rule.stratum in never
+                        or reads & self.events):
+                    for name in {rule.head, *reads}:
+                        found.pop(name, None)
+            self._holdable = {
+                name: stratum for name, stratum in found.items()
+                if (rel := self.relations[name]) and not rel.event and not rel.keyed
+                and rel.lifetime == math.inf and rel.size == math.inf}
+        return {name: stratum for name, stratum in self._holdable.items()
+                if name not in self._kept_local}
+
+    def begin_step(self) -> None:
+        self._changed = {}
+        self._started = {}
+
+    def watches(self, rules: list[p.RulePlan]) -> bool:
+        """Whether a stratum running locally may move to Spark in the middle of a step:
+        with a threshold, when it can run there and has not moved."""
+        stratum = rules[0].stratum
+        return (self.threshold is not None and self.unavailable is None
+                and stratum not in self.never[0] and f"stratum {stratum}" not in self.moved)
+
+    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+        """Whether that stratum moves now: its tables have grown past the threshold."""
+        return self._wanted(f"stratum {rules[0].stratum}", rules, store)
+
+    def changed(self, relations: Iterable[str]) -> bool:
+        """Whether this step changed a held relation among ``relations``."""
+        return any(name in self._changed for name in relations)
+
+    def current(self, relation: str) -> DataFrame:
+        """A held relation's rows now (its stratum's table)."""
+        assert self._holdable is not None
+        return self.resident[self._holdable[relation]].totals[relation]
+
+    def keep_local(self, relation: str, store: Any) -> None:
+        """Python reads ``relation`` from now on (a listener): it is never held, and if it
+        is, its rows come back to the store."""
+        self._kept_local.add(relation)
+        if relation in self.held:
+            self.unhold(relation, store, changes=False)
+
+    def unhold(self, relation: str, store: Any, changes: bool = True) -> None:
+        """Put a held relation's rows back in the store (journaled); with ``changes``, what
+        this step changed in it counts as the step's changes there."""
+        now = rows_of(self.current(relation))
+        started = self._started.get(relation) if changes else None
+        if started is None:
+            store.take_back(relation, now)
+        else:
+            before = rows_of(started)
+            store.take_back(relation, before)
+            if before - now:
+                store.remove_many(relation, before - now)
+            if now - before:
+                store.add_many(relation, now - before)
+        self._changed.pop(relation, None)
+        self._set_held(relation, None, store)
+
+    def collect(self, relation: str) -> set[Row]:
+        """A held relation's rows, in Python."""
+        return rows_of(self.current(relation))
+
+    def stream(self, relation: str, batch: int = 65536) -> Iterator[list[tuple]]:
+        """A held relation's rows as plain Python values, sorted as ``Engine.rows`` sorts
+        them (one type a column: nulls first, then by value), in batches: never all of
+        them in Python at once."""
+        frame = self.current(relation)
+        rows = frame.orderBy(*frame.columns).toLocalIterator(prefetchPartitions=True)
+        while chunk := [tuple(row) for row in itertools.islice(rows, batch)]:
+            yield chunk
+
+    def column_types(self, relation: str) -> list[type | None]:
+        """A held relation's type in each field (None: only nulls)."""
+        python = {"bigint": int, "double": float, "string": str, "boolean": bool}
+        return [python.get(kind) for _, kind in self.current(relation).dtypes]
+
+    def _set_held(self, relation: str, count: int | None, store: Any) -> None:
+        before = self.held.get(relation)
+        if count is None:
+            self.held.pop(relation, None)
+        else:
+            self.held[relation] = count
+        if before != count:
+            store.on_rollback(self._restore_held, (relation, before))
+
+    def _restore_held(self, args: tuple[str, int | None]) -> None:
+        relation, count = args
+        if count is None:
+            self.held.pop(relation, None)
+        else:
+            self.held[relation] = count
+
+    def _unhold_all(self, names: Iterable[str], store: Any) -> None:
+        for name in names:
+            if name in self.held:
+                self.unhold(name, store)
+
+    def size(self, relation: str, store: Any) -> int:
+        held = self.held.get(relation)
+        return len(store.rows(relation)) if held is None else held
+
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+                 ) -> dict[str, tuple[set[Row], set[Row]] | Held] | None:
         """What the views' evaluation changes, given the step's changes so far (``plus``,
         ``minus``): each head's rows to add and rows no longer derived; or None: the
         stratum runs locally (see ``local``). The stratum's resident tables follow (back
@@ -711,10 +843,17 @@ class SparkStrata:
             found = self._attempt(stratum, self.local, lambda spark: (
                 self._evaluate(spark, rules, store, max_rounds, plus, minus)))
         if found is None:
+            self._unhold_all({rule.head for rule in rules}.union(
+                *(_relations(plan) for rule in rules for _, plan in rule.plans())), store)
             self.forget(stratum, store)
             return None
-        changes, resident = found
+        changes, resident, held = found
         self._keep(stratum, resident, store)
+        for head, (count, new, started) in held.items():
+            self._set_held(head, count, store)
+            if started is not None:
+                self._changed[head] = new
+                self._started[head] = started
         return changes
 
     def _wanted(self, label: str, rules: list[p.RulePlan], store: Any) -> bool:
@@ -729,7 +868,9 @@ class SparkStrata:
         if names is None:
             names = self._tables[label] = sorted({rule.head for rule in rules}.union(
                 *(_relations(plan) for rule in rules for _, plan in rule.plans())))
-        size = sum(len(store.rows(name)) for name in names)
+        if self.held.keys() & names:  # a stratum that reads a held relation runs on Spark
+            return True
+        size = sum(self.size(name, store) for name in names)
         if size < threshold // 2:
             return False
         if self._warming is None:  # the session starts beside the steps
@@ -753,13 +894,23 @@ class SparkStrata:
     def resident_frame(self, relation: str) -> DataFrame | None:
         """A relation as a stratum left it in Spark (the store's rows, between steps)."""
         for resident in self.resident.values():
-            frame = resident.totals.get(relation, resident.inputs.get(relation))
-            if frame is not None:
-                return frame
+            if relation in resident.totals:
+                return resident.totals[relation]
+        for resident in self.resident.values():
+            if relation in resident.inputs:
+                return resident.inputs[relation]
         return None
 
     def forget(self, stratum: int, store: Any) -> None:
-        """The store no longer holds what the stratum left in Spark: evaluate it afresh."""
+        """The store no longer holds what the stratum left in Spark: evaluate it afresh.
+        Its held heads come back to the store as they were before the step."""
+        for name, writer in (self._holdable or {}).items():
+            if writer == stratum and name in self.held:
+                started = self._started.pop(name, None)
+                store.take_back(name, rows_of(started if started is not None
+                                              else self.current(name)))
+                self._changed.pop(name, None)
+                self._set_held(name, None, store)
         self._keep(stratum, None, store)
 
     def _keep(self, stratum: int, resident: _Resident | None, store: Any) -> None:
@@ -813,27 +964,40 @@ class SparkStrata:
     def _inputs(self, spark: SparkSession, names: list[str], store: Any,
                 before: _Resident | None, plus: Mapping[str, set[Row]],
                 minus: Mapping[str, set[Row]]) -> dict[str, DataFrame]:
-        """The relations the stratum reads, as the store holds them now: what stayed
-        resident, with the step's changes applied, or crossed from the store."""
+        """The relations the stratum reads, as the store holds them now: held in Spark,
+        what stayed resident with the step's changes applied, or crossed from the store."""
         frames = {}
         for name in names:
+            if name in self.held:
+                frames[name] = self.current(name)
+                continue
             frame = before.inputs.get(name) if before is not None else None
             if frame is None:
                 frames[name] = frame_of(spark, store.rows(name), self.arity[name])
                 continue
-            if minus.get(name):
-                frame = _difference(frame, frame_of(spark, minus[name], self.arity[name]))
-            if plus.get(name):
-                frame = _union([frame, frame_of(spark, plus[name], self.arity[name])], name)
-            if minus.get(name) or plus.get(name):
-                frame = _compact(frame, self.PARTITIONS)
-            frames[name] = frame
+            frames[name] = self._applied(spark, frame, name, plus, minus)
         return frames
+
+    def _applied(self, spark: SparkSession, frame: DataFrame, name: str,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 compact: bool = True) -> DataFrame:
+        """A resident table with the step's changes to it applied (checkpointed with
+        ``compact``; else evaluated only when used)."""
+        if minus.get(name):
+            frame = _difference(frame, frame_of(spark, minus[name], self.arity[name]))
+        if plus.get(name):
+            frame = _union([frame, frame_of(spark, plus[name], self.arity[name])], name)
+        if compact and (minus.get(name) or plus.get(name)):
+            frame = _compact(frame, self.PARTITIONS)
+        return frame
 
     def _evaluate(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
                   max_rounds: int, plus: Mapping[str, set[Row]],
-                  minus: Mapping[str, set[Row]],
-                  ) -> tuple[dict[str, tuple[set[Row], set[Row]]], _Resident | None]:
+                  minus: Mapping[str, set[Row]]) -> tuple[
+            dict[str, tuple[set[Row], set[Row]] | Held], _Resident | None,
+            dict[str, tuple[int, DataFrame | None, DataFrame | None]]]:
+        """The heads' changes, what stays resident, and for each head held in Spark: its
+        rows, and if they changed, its new rows (None: rows also went) and its rows before."""
         stratum = rules[0].stratum
         heads = sorted({rule.head for rule in rules})
         reads = set().union(*(_relations(plan) for rule in rules for _, plan in rule.plans()))
@@ -841,11 +1005,25 @@ class SparkStrata:
         negated = {t.relation for rule in rules for t in rule.triggers if t.negated}
         before = self.resident.get(stratum)  # type: ignore[arg-type]
         frames = self._inputs(spark, names, store, before, plus, minus)
+        # heads whose rows stay in Spark: all that may with --backend spark; with auto,
+        # those held already, and those reaching the threshold in this evaluation. Not
+        # while a stratum reading one runs locally (it would take them back every step).
+        may = self.holdable
+        holdable = {head for head in heads if head in may
+                    and not (self._readers.get(head, set()) - {stratum}) & self.local.keys()}
+        holding = {head for head in holdable if self.threshold is None or head in self.held}
+        growing = holdable - holding
+        started: dict[str, DataFrame] = {}  # each held head's rows before the evaluation
+        for head in sorted(holding):
+            if not self._starts(spark, head, started, before, store, plus, minus):
+                holding.discard(head)
         translate = Translator(spark)
         found: dict[str, list[DataFrame]] = {head: [] for head in heads}
+        held_changes = {name: self._changed[name] for name in names if name in self._changed}
         incremental = before is not None and not any(
             minus.get(name) for name in (*names, *heads)) and not any(
-            plus.get(name) for name in negated)
+            plus.get(name) or name in held_changes for name in negated) and all(
+            frame is not None for frame in held_changes.values())
         if incremental:  # what is new derives from the step's new rows (semi-naive)
             assert before is not None
             self.incremental += 1
@@ -855,6 +1033,7 @@ class SparkStrata:
             every = {**frames, **total}
             new = {name: frame_of(spark, plus[name], self.arity[name])
                    for name in (*names, *heads) if plus.get(name)}
+            new.update(held_changes)  # type: ignore[arg-type]
             for rule in rules:
                 for trigger in rule.triggers:
                     if not trigger.negated and trigger.relation in new:
@@ -872,6 +1051,8 @@ class SparkStrata:
                     found[rule.head].append(translate.run(first.insert,
                                                           every[first.relation], every))
         derived: dict[str, set[Row]] = {head: set() for head in heads}
+        deltas: dict[str, list[DataFrame]] = {head: [] for head in heads}
+        added = dict.fromkeys(heads, 0)
         parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new
             delta = {}
@@ -881,10 +1062,22 @@ class SparkStrata:
                 typed = _unify([total[head], *outputs], head)
                 new_rows = _difference(_union(typed[1:], head), typed[0])\
                     .localCheckpoint(eager=True)
-                rows = rows_of(new_rows)
-                if not rows:
+                if head in holding:  # its rows stay here
+                    count = new_rows.count()
+                else:
+                    rows = rows_of(new_rows)
+                    count = len(rows)
+                    derived[head] |= rows
+                if not count:
                     continue
-                derived[head] |= rows
+                added[head] += count
+                if head in growing and (len(store.rows(head)) + added[head]
+                                        >= self.threshold) and self._starts(  # type: ignore[operator]
+                        spark, head, started, before, store, plus, minus):
+                    growing.discard(head)
+                    holding.add(head)  # from now on (the rows collected are let go)
+                    derived[head] = set()
+                deltas[head].append(new_rows)
                 delta[head] = new_rows
                 total[head] = _union([typed[0], new_rows], head)
                 parts[head] += 1  # a union of a few checkpointed parts, compacted now and then
@@ -910,14 +1103,52 @@ class SparkStrata:
                     *(f"c{k}" for k in self.keys[head])).count().filter("count > 1").isEmpty():
                 raise Unsupported(f"a key conflict in `{head}` (reported locally)")
         resident = None if reads & self.events else _Resident(frames, total)
+        changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
+        held: dict[str, tuple[int, DataFrame | None, DataFrame | None]] = {}
+        for head in holding:
+            if incremental:
+                gained = _union(deltas[head], head) if deltas[head] else None
+                gains, lost = added[head], 0
+            else:  # what the evaluation changes, from the rows before it
+                gained = _difference(total[head], started[head]).localCheckpoint(eager=True)
+                gains, lost = gained.count(), _difference(started[head], total[head]).count()
+            changes[head] = Held(gains, lost)
+            newly = head not in self.held
+            count = total[head].count() if newly else self.held[head] + gains - lost
+            if newly or lost:  # readers evaluate afresh
+                held[head] = (count, None, started[head])
+            elif gains:
+                held[head] = (count, gained, started[head])
+            else:
+                held[head] = (count, None, None)
         if incremental:
-            return {head: (rows, set()) for head, rows in derived.items()}, resident
-        changes = {}
+            changes.update((head, (rows, set())) for head, rows in derived.items()
+                           if head not in holding)
+            return changes, resident, held
         for head, rows in derived.items():
+            if head in holding:
+                continue
             rows |= store.asserted(head)
-            held = store.rows(head)
-            changes[head] = (rows - held, held - rows)
-        return changes, resident
+            stored = store.rows(head)
+            changes[head] = (rows - stored, stored - rows)
+        return changes, resident, held
+
+    def _starts(self, spark: SparkSession, head: str, started: dict[str, DataFrame],
+                before: _Resident | None, store: Any, plus: Mapping[str, set[Row]],
+                minus: Mapping[str, set[Row]]) -> bool:
+        """Put in ``started`` a head's rows before this evaluation (a DataFrame evaluated
+        only when used); False when Spark cannot hold them as they are."""
+        try:
+            if head in self.held:
+                started[head] = self.current(head)
+            elif before is not None:
+                started[head] = self._applied(spark, before.totals[head], head, plus, minus,
+                                              False)
+            else:
+                started[head] = frame_of(spark, store.rows(head), self.arity[head])
+        except Unsupported:
+            return False
+        return True
 
     def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
         """An aggregate rule's groups (key -> row) evaluated on Spark, or None: the rule

@@ -111,6 +111,13 @@ class Journal:
             undo(arg)
         self.entries = []
 
+    def rollback_to(self, mark: int) -> None:
+        """Undo what was journaled since ``mark`` (a length of ``entries``)."""
+        kept, tail = self.entries[:mark], self.entries[mark:]
+        self.entries = tail
+        self.rollback()
+        self.entries = kept
+
 
 class Table:
     """One relation's tuples. ``rows`` is what is visible; ``asserted`` what facts, inserts and
@@ -282,6 +289,31 @@ class Table:
         self._batches = []
         self.removed = set()
 
+    def release(self) -> None:
+        """Let go of every row: they live elsewhere now (in Spark). Not a change of the
+        step: ``asserted`` and the step's change sets stay."""
+        if not self.rows:
+            return
+        before = (self.rows, self.indexes)
+        self.rows = set()
+        self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
+        self.journal.entries.append((self._take, before))
+
+    def take_back(self, rows: set[Row]) -> None:
+        """Hold ``rows`` again after ``release``: not a change of the step."""
+        before = (self.rows, self.indexes)
+        self._take((rows, {cols: defaultdict(list) for cols in self.indexes}))
+        self._index_rows(rows)
+        self.journal.entries.append((self._take, before))
+
+    def _take(self, state: tuple[set[Row], dict]) -> None:
+        self.rows, indexes = state
+        self._set_indexes(indexes)
+
+    def _set_indexes(self, indexes: dict) -> None:
+        self.indexes = indexes
+        self._index_rows = _make_indexer(indexes)
+
     def end_events(self) -> tuple:
         """Start a step for an event table: last step's events become ``removed`` (views
         that negate them react), and the table is emptied (not journaled). Returns what
@@ -364,11 +396,23 @@ class LocalStore:
     def retract_row(self, relation: str, row: Row) -> None:
         self.tables[relation].retract_row(row)
 
+    def release(self, relation: str) -> None:
+        self.tables[relation].release()
+
+    def take_back(self, relation: str, rows: set[Row]) -> None:
+        self.tables[relation].take_back(rows)
+
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))
 
     def rollback(self) -> None:
         self.journal.rollback()
+
+    def mark(self) -> int:
+        return len(self.journal.entries)
+
+    def rollback_to(self, mark: int) -> None:
+        self.journal.rollback_to(mark)
 
     def commit(self) -> None:
         self.journal.entries.clear()

@@ -1,0 +1,222 @@
+"""Relations held in Spark (runtime/spark.py, docs/spark.md "Relations held in Spark"): a
+relation derived and read only by strata that run on Spark keeps its rows there, never in
+the store, and comes back to the store, exactly, when Python needs its rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from overlog import Engine
+from overlog.runtime import spark
+from tests.goldens import run_cli
+
+pytestmark = pytest.mark.spark
+
+TC = ("reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n"
+      "far(X, Y) :- reach(X, Y), notin link(X, Y).\n")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def session() -> None:
+    spark.session()  # started once, kept for the process
+
+
+def _alike(program: str, steps: list[list[tuple]], **options) -> tuple[Engine, list]:
+    """Run ``steps`` (lists of (op, relation, row)) on both backends; every persistent
+    table alike after each step. Returns the Spark side's engine and errors."""
+    here = Engine(program, backend="local", **options)
+    there = Engine(program, backend="spark", **options)
+    errors = []
+    for batch in [[], *steps]:
+        found = []
+        for engine in (here, there):
+            for op, relation, row in batch:
+                getattr(engine, op)(relation, row)
+            found.append([(e.code, e.quarantined) for r in engine.run() for e in r.errors])
+        assert found[1] == found[0]
+        errors.append(found[1])
+        for name, relation in here.relations.items():
+            if not relation.event:
+                assert there.rows(name) == here.rows(name), name
+    return there, errors
+
+
+def test_derived_relations_stay_in_spark_and_follow_changes() -> None:
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+             [("insert", "link", (3, 4))],
+             [("delete", "link", (2, 3))],
+             [("insert", "link", (2, 3)), ("insert", "link", (4, 1))]]
+    there, _ = _alike(TC, steps)
+    assert there.spark.held == {"reach": 16, "far": 12}
+    assert there.store.rows("reach") == there.store.rows("far") == set()
+    assert there.spark.local == {}
+
+
+def test_the_step_report_counts_what_changed_in_spark(tmp_path: Path) -> None:
+    engine = Engine(TC, backend="spark")
+    for row in [(1, 2), (2, 3)]:
+        engine.insert("link", row)
+    (report,) = engine.run()
+    assert (report.held, report.inserted) == ({"reach": (3, 0), "far": (1, 0)},
+                                              {"link": [(1, 2), (2, 3)]})
+    engine.delete("link", (1, 2))
+    (report,) = engine.run()
+    assert report.held == {"reach": (0, 2), "far": (0, 1)}
+    (tmp_path / "p.olg").write_text(TC + "link(1, 2). link(2, 3).\n")
+    code, _, err = run_cli(["run", "p.olg", "--backend", "spark", "--trace"], cwd=tmp_path)
+    assert (code, err) == (0, "trace: step 1 @0: stratum 0 on Spark derived 3, stratum 1 on "
+                              "Spark derived 1; +2 link, +3 reach (in Spark), +1 far (in "
+                              "Spark)\n")
+
+
+def test_inserts_and_deletes_into_a_held_relation_apply_to_its_rows() -> None:
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+             [("insert", "reach", (7, 7))],  # back in the store for the step, then held
+             [("delete", "reach", (1, 3))],  # still derived: it stays
+             [("delete", "reach", (7, 7))]]
+    there, _ = _alike(TC, steps)
+    assert there.spark.held == {"reach": 3, "far": 1}
+
+
+def test_a_reader_that_cannot_run_on_spark_takes_the_rows_back_with_the_steps_changes(
+        ) -> None:
+    """`tag` gets a string where its ints were: the stratum reading `reach` and `tag` runs
+    locally, `reach` (changed by Spark in that very step) comes back to the store."""
+    program = TC + "named(X, T) :- reach(X, Y), tag(Y, T).\n"
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3)),
+              ("insert", "tag", (3, 30))],
+             [("insert", "link", (3, 4)), ("insert", "tag", (4, "four"))],
+             [("insert", "link", (4, 5))]]
+    there, _ = _alike(program, steps)
+    assert there.rows("named") == [(1, 30), (1, "four"), (2, 30), (2, "four"), (3, "four")]
+    # held while its reader runs on Spark, then not: the reader would take it back each step
+    assert (there.spark.held, list(there.spark.local.values())) == (
+        {"far": 6}, ["a column holding bigint and string values"])
+
+
+def test_a_stratum_that_cannot_run_on_spark_takes_its_held_heads_back() -> None:
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+             [("insert", "link", ("a", 1))],  # link mixes types: the stratum runs locally
+             [("delete", "link", ("a", 1))],
+             [("insert", "link", (3, 1))]]
+    there, _ = _alike(TC, steps)
+    assert there.spark.held == {"reach": 9, "far": 6}
+
+
+def test_a_step_rolled_back_puts_the_held_rows_back_as_they_were() -> None:
+    program = TC + "bad(Z) :- reach(X, _), boom(X, D), Z := 6 / D.\n"
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+             [("insert", "link", (3, 4)), ("insert", "boom", (1, 0))],  # boom fails alone
+             [("insert", "link", (4, 5)), ("insert", "boom", (2, 3))]]
+    there, errors = _alike(program, steps)
+    assert errors[2] == [("E302", (("insert", "boom", (1, 0)),))]
+    assert there.spark.held == {"reach": 10, "far": 6, "bad": 1}
+    assert there.rows("bad") == [(2,)]
+
+
+def test_a_step_past_the_tuple_limit_leaves_the_held_rows_as_they_were() -> None:
+    steps = [[("insert", "link", (i, i + 1)) for i in range(3)],
+             [("insert", "link", (i, i + 1)) for i in range(3, 9)],  # too many at once
+             [("insert", "link", (3, 4))]]
+    there, errors = _alike(TC, steps, max_tuples=20)
+    assert [code for code, _ in errors[2]] == ["E307"]
+    assert there.spark.held == {"reach": 10, "far": 6}
+
+
+def test_a_listener_brings_a_held_relation_back() -> None:
+    engine = Engine(TC, backend="spark")
+    for row in [(1, 2), (2, 3)]:
+        engine.insert("link", row)
+    engine.run()
+    seen: list[tuple] = []
+    engine.register_listener("reach", None, seen.append, op="insert")
+    assert engine.spark.held == {"far": 1}
+    assert engine.store.rows("reach") == {(1, 2), (2, 3), (1, 3)}
+    engine.insert("link", (3, 4))
+    engine.run()
+    assert sorted(seen) == [(1, 4), (2, 4), (3, 4)]
+    assert engine.spark.held == {"far": 3}
+
+
+def test_rows_collects_a_held_relation_up_to_a_limit() -> None:
+    engine = Engine(TC, backend="spark")
+    for row in [(1, 2), (2, 3)]:
+        engine.insert("link", row)
+    engine.run()
+    with pytest.raises(ValueError) as caught:
+        engine.rows("reach", max_rows=2)
+    assert str(caught.value) == ("`reach` holds 3 rows in Spark, more than rows() collects "
+                                 "(max_rows=2): pass max_rows=None to collect them all, or "
+                                 "read them with dataframe()")
+    assert engine.rows("reach", max_rows=None) == [(1, 2), (1, 3), (2, 3)]
+    assert sorted(engine.dataframe("reach").collect()) == [(1, 2), (1, 3), (2, 3)]
+
+
+def test_auto_holds_a_head_once_it_reaches_the_threshold() -> None:
+    """13 links move the stratum to Spark; reach, one row, stays in the store until a step
+    grows it past 12 rows on Spark: from then on it is held there."""
+    program = ("reach(X, Y) :- link(X, Y), X < 100.\n"
+               "reach(X, Z) :- link(X, Y), reach(Y, Z).\n")
+    here, there = Engine(program, backend="local"), Engine(program, spark_threshold=12)
+    steps = [[(1000 + i, 2000 + i) for i in range(12)] + [(0, 1)],
+             [(i, i + 1) for i in range(1, 6)]]
+    held = []
+    for rows in steps:
+        for engine in (here, there):
+            for row in rows:
+                engine.insert("link", row)
+            engine.run()
+        assert there.rows("reach") == here.rows("reach")
+        held.append(dict(there.spark.held))
+    assert held == [{}, {"reach": 21}]
+    assert there.spark.moved == {"stratum 0": 13}
+    assert there.store.rows("reach") == set()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_output_streams_a_held_relation_from_spark(tmp_path: Path, fmt: str) -> None:
+    (tmp_path / "p.olg").write_text(TC + 'link(1, 2). link(2, 3). link(4, 5).\n'
+                                    'w(X, 0.5, "s", true, null) :- far(X, _).\n')
+    outputs = []
+    for backend in ("local", "spark"):
+        out = tmp_path / backend
+        code, _, err = run_cli(["run", "p.olg", "--backend", backend, "-D", str(out),
+                                "--output-format", fmt], cwd=tmp_path)
+        assert (code, err) == (0, "")
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
+    assert outputs[1] == outputs[0]
+    assert sorted(outputs[0]) == [f"far.{fmt}", f"link.{fmt}", f"reach.{fmt}", f"w.{fmt}"]
+
+
+def test_run_prints_a_held_relation_above_the_limit_only_when_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from overlog.runtime import engine
+
+    monkeypatch.setattr(engine, "ROWS_LIMIT", 2)
+    (tmp_path / "p.olg").write_text(TC + "link(1, 2). link(2, 3).\n")
+    code, out, err = run_cli(["run", "p.olg", "--backend", "spark"], cwd=tmp_path)
+    assert (code, out, err) == (0, "link (2 rows)\n  1  2\n  2  3\nfar (1 row)\n  1  3\n",
+                                "overlog: note: `reach` holds 3 rows in Spark: not printed "
+                                "(--print reach prints them; -D DIR writes them)\n")
+    code, out, _ = run_cli(["run", "p.olg", "--backend", "spark", "--print", "reach"],
+                           cwd=tmp_path)
+    assert (code, out) == (0, "reach (3 rows)\n  1  2\n  1  3\n  2  3\n")
+
+
+def test_auto_moves_a_stratum_whose_tables_grow_past_the_threshold_in_a_step() -> None:
+    """10 links and no reach row as the step starts; the local rounds grow reach past 30
+    rows: the stratum moves to Spark at once, what it did locally undone, and reach ends
+    held there."""
+    program = TC.splitlines()[0] + "\n" + TC.splitlines()[1] + "\n"
+    here, there = Engine(program, backend="local"), Engine(program, spark_threshold=30)
+    for engine in (here, there):
+        for i in range(10):
+            engine.insert("link", (i, i + 1))
+    here.run()
+    (report,) = there.run()
+    assert there.spark.moved == {"stratum 0": 37}  # 10 links, 27 reach rows in 3 rounds
+    assert report.firings == {"stratum 0 on Spark": 55}
+    assert (report.held, there.spark.held) == ({"reach": (55, 0)}, {"reach": 55})
+    assert there.rows("reach") == here.rows("reach")
