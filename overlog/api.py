@@ -38,9 +38,16 @@ class Engine(_engine.Engine):
         """Queue the rows of a CSV or Parquet file (by its extension; docs/csv.md) as inputs
         of the next step: inserts into a table, events of an event relation. Returns how
         many. Nothing is queued if any row is bad: CsvError or ParquetError (ValueErrors
-        naming the file), UnreadableSource, TypeError or ValueError for a value."""
+        naming the file), UnreadableSource, TypeError or ValueError for a value. A Parquet
+        file for a table Spark may hold is read by Spark, its rows staying there
+        (docs/spark.md, "Relations held in Spark")."""
         rel = self._relation(relation)
         ext = os.path.splitext(path)[1]
+        if ext == ".parquet" and self.spark is not None and not rel.event:
+            found = self.spark.parquet_input(relation, path)
+            if found is not None:
+                self._queue_frame(rel, found)
+                return found.count
         if ext == ".csv":
             found = csvio.read_rows(path, rel.arity, header)
         elif ext == ".parquet":
@@ -60,8 +67,15 @@ class Engine(_engine.Engine):
         """Queue the rows of a Spark or pandas DataFrame, its columns in order as the
         relation's fields, as inputs of the next step (inserts, or events of an event
         relation); pandas' missing values (None, NaN, NA, NaT) are null. Returns how many.
-        Nothing is queued if any row is bad (TypeError or ValueError)."""
+        Nothing is queued if any row is bad (TypeError or ValueError). A Spark DataFrame
+        for a table Spark may hold stays in Spark (docs/spark.md, "Relations held in
+        Spark")."""
         rel = self._relation(relation)
+        if hasattr(frame, "toArrow") and self.spark is not None and not rel.event:
+            found = self.spark.frame_input(relation, frame)
+            if found is not None:
+                self._queue_frame(rel, found)
+                return found.count
         if hasattr(frame, "toArrow"):  # Spark
             columns = [column.to_pylist() for column in frame.toArrow().columns]
         elif hasattr(frame, "isna") and hasattr(frame, "columns"):  # pandas

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from overlog import parquetio
@@ -370,21 +371,18 @@ def _write_output(engine, directory: str, fmt: str = "csv") -> None:
             temporary = os.path.join(directory, f".{name}.{fmt}.{os.getpid()}.tmp")
             written.append((temporary, final))
             spark = engine.spark
-            held = spark is not None and name in spark.held  # streamed from Spark
-            batches = spark.stream(name) if held else iter([engine.rows(name)])
+            if spark is not None and name in spark.held:  # from Spark, batch by batch
+                _write_held(temporary, fmt, spark.batches(name))
+                continue
             if fmt == "parquet":
                 try:
-                    if held:
-                        parquetio.write_batches(temporary, name, batches, relation.arity,
-                                                spark.column_types(name))
-                    else:
-                        parquetio.write_table(temporary, name, next(batches), relation.arity)
+                    parquetio.write_table(temporary, name, engine.rows(name), relation.arity)
                 except parquetio.ParquetError as error:
                     raise UsageError(f"-D: {error}") from None
                 continue
             with open(temporary, "w", encoding="utf-8", newline="") as f:
-                for batch in batches:
-                    f.writelines(format_row(row) + "\n" for row in batch)
+                for row in engine.rows(name):
+                    f.write(format_row(row) + "\n")
         for temporary, final in written:
             os.replace(temporary, final)
     except BaseException as error:  # a full disk, or Ctrl-C: no temporary file stays
@@ -394,6 +392,17 @@ def _write_output(engine, directory: str, fmt: str = "csv") -> None:
         if isinstance(error, OSError):
             raise UsageError(f"-D: cannot write to {directory}: {error.strerror}") from None
         raise
+
+
+def _write_held(path: str, fmt: str, tables: Iterable[Any]) -> None:
+    """A relation held in Spark, as Arrow tables in order, written as CSV or Parquet."""
+    if fmt == "parquet":
+        parquetio.write_arrow(path, tables)
+        return
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        for table in tables:
+            columns = [column.to_pylist() for column in table.columns]
+            f.writelines(format_row(row) + "\n" for row in zip(*columns, strict=True))
 
 
 def _setting(text: str) -> tuple[str, str]:

@@ -45,37 +45,35 @@ def read_rows(path: str, arity: int) -> Iterator[tuple]:
 
 def write_table(path: str, name: str, rows: Iterable[tuple], arity: int) -> None:
     """``rows`` (plain Python values) as a Parquet file at ``path``."""
+    pa = require()
     rows = list(rows)
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(arity)]
-    kinds = [_kind(column, f"`{name}` field {i + 1}") for i, column in enumerate(columns)]
-    _write(path, name, [rows], arity, kinds)
+    arrays = []
+    for i, column in enumerate(columns):
+        kind = _kind(column, f"`{name}` field {i + 1}")
+        try:
+            arrays.append(pa.array(list(column), type=kind(pa) if kind else pa.null()))
+        except (pa.ArrowException, OverflowError) as error:
+            raise ParquetError(f"`{name}` field {i + 1}: {error}") from None
+    table = pa.table({f"c{i + 1}": array for i, array in enumerate(arrays)}) if arity else \
+        pa.table({})
+    pa.parquet.write_table(table, path)
 
 
-def write_batches(path: str, name: str, batches: Iterable[list[tuple]], arity: int,
-                  kinds: list[type | None]) -> None:
-    """Batches of rows (plain Python values) as one Parquet file at ``path``, written as
-    they come; ``kinds``: each field's type (int, float, str or bool; None: only nulls)."""
-    _write(path, name, batches, arity, [_SCALARS[kind] if kind else None for kind in kinds])
-
-
-def _write(path: str, name: str, batches: Iterable[list[tuple]], arity: int,
-           kinds: list[Any]) -> None:
+def write_arrow(path: str, tables: Iterable[Any]) -> None:
+    """Arrow tables of one schema (a table's fields in order) as one Parquet file at
+    ``path``, written as they come."""
     pa = require()
-    if not arity:
-        pa.parquet.write_table(pa.table({}), path)
-        return
-    schema = pa.schema([(f"c{i + 1}", kind(pa) if kind else pa.null())
-                        for i, kind in enumerate(kinds)])
-    with pa.parquet.ParquetWriter(path, schema) as writer:
-        for rows in batches:
-            columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(arity)]
-            arrays = []
-            for i, (column, field) in enumerate(zip(columns, schema, strict=True)):
-                try:
-                    arrays.append(pa.array(list(column), type=field.type))
-                except (pa.ArrowException, OverflowError) as error:
-                    raise ParquetError(f"`{name}` field {i + 1}: {error}") from None
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    writer = None
+    try:
+        for table in tables:
+            table = table.rename_columns([f"c{i + 1}" for i in range(table.num_columns)])
+            if writer is None:
+                writer = pa.parquet.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 _SCALARS = {int: lambda pa: pa.int64(), float: lambda pa: pa.float64(),

@@ -23,6 +23,20 @@ Row = tuple
 UNCAPPED = sys.maxsize  # an evaluator's cap when its rows are not the step's new tuples
 
 
+class FrameInput:
+    """Rows held elsewhere (a Spark DataFrame, columns c0, c1, ... of Overlog's types), as
+    one input of a step: inserts into a relation held in Spark."""
+
+    __slots__ = ("count", "frame")
+
+    def __init__(self, frame: Any, count: int) -> None:
+        self.frame = frame
+        self.count = count
+
+    def __repr__(self) -> str:
+        return f"a DataFrame of {self.count:,} rows"
+
+
 class PlanFailure(Exception):
     """An expression failed while evaluating a plan: carries the cause (the exception the
     expression raised, or that a user function raised) and the binding at that point, and
@@ -97,12 +111,13 @@ class Store(Protocol):
 
     def retract_row(self, relation: str, row: Row) -> None: ...
 
-    def release(self, relation: str) -> None:
-        """Drop every row of a relation whose rows now live elsewhere (Spark), keeping
-        its asserted rows and the step's changes; journaled."""
+    def release(self, relation: str, asserted: bool = False) -> None:
+        """Drop every row of a relation whose rows now live elsewhere (Spark), and with
+        ``asserted`` its asserted rows, keeping the step's changes; journaled."""
 
-    def take_back(self, relation: str, rows: set[Row]) -> None:
-        """Hold a released relation's rows again (not a change of the step); journaled."""
+    def take_back(self, relation: str, rows: set[Row], asserted: bool = False) -> None:
+        """Hold a released relation's rows again (all asserted, with ``asserted``): not a
+        change of the step; journaled."""
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the

@@ -28,7 +28,7 @@ from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.limits import recursion_room
 from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
-from overlog.runtime.backend import BackendFactory, PlanFailure
+from overlog.runtime.backend import BackendFactory, FrameInput, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
@@ -159,6 +159,7 @@ class Engine:
                        if not rel.event and not rel.keyed and name not in self.soft}
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
+        self._frames_queued = False  # a DataFrame was queued as an input (_queue_frame)
         self.listeners: list[Listener] = []
         self._inbox = Inbox()
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
@@ -227,6 +228,11 @@ class Engine:
     def insert(self, relation: str, row: tuple) -> None:
         self.pending.append(("insert", relation, self._row(self._persistent(relation), row)))
 
+    def _queue_frame(self, rel: Relation, found: FrameInput) -> None:
+        """A DataFrame that stays in Spark as an input of the next step (inserts)."""
+        self.pending.append(("insert", rel.name, found))  # type: ignore[arg-type]
+        self._frames_queued = True
+
     def _queue(self, rel: Relation, rows: list[Row]) -> None:
         """Checked rows as inputs of the next step: events now, or inserts."""
         if rel.event:
@@ -272,6 +278,8 @@ class Engine:
             raise RuntimeError("register functions before the first step")
         self.user_functions[name] = fn
         self._functions[name] = fn
+        if self.spark is not None:
+            self.spark.functions_changed()
 
     def rows(self, relation: str, *, max_rows: int | None = ROWS_LIMIT) -> list[Row]:
         """A relation's rows, sorted. A relation held in Spark (docs/spark.md) is collected
@@ -405,13 +413,19 @@ class Engine:
                    failed: list[StepError]) -> None:
         """After commit: queue the changes for the next step, send, report, call back."""
         report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
-        report.held = {name: (change.added, change.removed)  # type: ignore[union-attr]
-                       for name, change in self._fixpoint.held.items()
-                       if change.added or change.removed}
+        if self.spark is not None:  # relations held in Spark: their inputs, then the rest
+            report.held = {name: change for name, change in
+                           self.spark.input_changes.items() if any(change)}
+            report.held.update((name, (change.added, change.removed))
+                               for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
+                               if change.added or change.removed)
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
-            error.quarantined += ((kind, relation, python_row(row)),)
+            if row.__class__ is FrameInput:  # a DataFrame: named, not listed
+                row = repr(row)
+            error.quarantined += ((kind, relation, python_row(row)
+                                   if row.__class__ is tuple else row),)
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))
         seen = set()
@@ -432,6 +446,8 @@ class Engine:
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
         try:
+            if self.spark is not None:
+                self.spark.begin_step()
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
@@ -494,9 +510,8 @@ class Engine:
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store
         spark = self.spark
-        if spark is not None and spark.held:  # inserts and deletes apply in the store
-            for name in sorted({relation for _, relation, _ in inputs} & spark.held.keys()):
-                spark.unhold(name, store, changes=False)
+        if spark is not None and (spark.held or self._frames_queued):
+            inputs = spark.take_inputs(inputs, store)  # those held in Spark apply there
         for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
             rows = [row for _, _, row in run]
             if kind == "event":  # distinct already: events are sets within a step

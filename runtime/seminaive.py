@@ -229,8 +229,6 @@ class Offload(Protocol):
 
     held: Mapping[str, int]
 
-    def begin_step(self) -> None: ...
-
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum's views evaluated here may move to the offload mid-step."""
 
@@ -310,8 +308,6 @@ class Fixpoint:
         self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
-        if self.offload is not None:
-            self.offload.begin_step()
         for views, events, aggregates in self.strata:
             self._stratum(views, events, aggregates)
         return self._deferred()

@@ -30,9 +30,11 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
+from overlog.runtime.backend import FrameInput
 from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal_row
 
@@ -586,6 +588,33 @@ def rows_of(frame: DataFrame) -> set[Row]:
     return {internal_row(row) for row in zip(*columns, strict=True)}
 
 
+def overlog_columns(frame: DataFrame, relation: str, arity: int) -> DataFrame:
+    """A user's DataFrame as a relation's table: its columns, in order, as c0, c1, ...,
+    each of an Overlog type (ints of any width as 64-bit, floats as doubles, strings,
+    booleans, nulls). ValueError for another number of columns, a column of another type,
+    or NaN (no Overlog value)."""
+    from pyspark.sql import functions as F
+
+    if len(frame.columns) != arity:
+        raise ValueError(f"`{relation}` has {arity} fields; the DataFrame has "
+                         f"{len(frame.columns)} columns")
+    frame = frame.toDF(*(f"c{i}" for i in range(arity)))  # by position
+    columns = []
+    for i, (name, kind) in enumerate(frame.dtypes):
+        target = {"tinyint": "bigint", "smallint": "bigint", "int": "bigint",
+                  "float": "double"}.get(kind, kind)
+        if target not in ("bigint", "double", "string", "boolean", "void"):
+            raise ValueError(f"`{relation}` field {i + 1}: a {kind} column; Overlog's "
+                             "values are ints, floats, strings, booleans and null")
+        columns.append(F.col(name).cast(target).alias(name) if target != kind
+                       else F.col(name))
+    frame = frame.select(*columns)
+    floats = [name for name, kind in frame.dtypes if kind == "double"]
+    if floats and not frame.filter(" OR ".join(f"isnan({c})" for c in floats)).isEmpty():
+        raise ValueError(f"`{relation}`: NaN, in a float column, is no Overlog value")
+    return frame
+
+
 def _difference(rows: DataFrame, other: DataFrame) -> DataFrame:
     """The distinct rows of ``rows`` not in ``other``. Spark's subtract keeps every row when a
     column holds only nulls (typed void, its null-safe test never matches them); such a
@@ -703,6 +732,8 @@ class SparkStrata:
         # and their rows before it
         self._changed: dict[str, DataFrame | None] = {}
         self._started: dict[str, DataFrame] = {}
+        self._bases: dict[str, DataFrame] = {}  # held input relations' tables
+        self.input_changes: dict[str, tuple[int, int]] = {}  # this step's, rows +/-
 
     def start(self) -> None:
         """Start the Spark session now (raises SparkUnavailable with what to do)."""
@@ -711,15 +742,18 @@ class SparkStrata:
     # -- relations held in Spark -------------------------------------------------------------
 
     @property
-    def holdable(self) -> dict[str, int]:
-        """The relations that may live only in Spark, each with the stratum deriving it:
-        persistent, without keys or soft state, derived only by view rules of a stratum
-        that may run on Spark and reads no events, and read only by such rules; not those
-        with a listener (``keep_local``)."""
+    def holdable(self) -> dict[str, int | None]:
+        """The relations that may live only in Spark, each with the stratum deriving it
+        (None: an input relation, derived by no rule): persistent, without keys or soft
+        state, derived only by view rules of a stratum that may run on Spark and reads no
+        events, and read only by such rules; not those with a listener (``keep_local``)."""
         if self._holdable is None:
             never = self.never[0]
-            found = {rule.head: rule.stratum for rule in self.plan.rules
-                     if not rule.head_event and rule.stratum is not None}
+            heads = {rule.head for rule in self.plan.rules}
+            found: dict[str, int | None] = {
+                name: None for name in self.relations if name not in heads}
+            found.update((rule.head, rule.stratum) for rule in self.plan.rules
+                         if not rule.head_event and rule.stratum is not None)
             for rule in self.plan.rules:
                 reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
                 for name in reads:
@@ -732,13 +766,19 @@ class SparkStrata:
             self._holdable = {
                 name: stratum for name, stratum in found.items()
                 if (rel := self.relations[name]) and not rel.event and not rel.keyed
-                and rel.lifetime == math.inf and rel.size == math.inf}
+                and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
+                and (stratum is not None or self._readers.get(name))}
         return {name: stratum for name, stratum in self._holdable.items()
                 if name not in self._kept_local}
+
+    def functions_changed(self) -> None:
+        """A user function was registered: what may run on Spark is worked out again."""
+        self._never = self._holdable = None
 
     def begin_step(self) -> None:
         self._changed = {}
         self._started = {}
+        self.input_changes = {}
 
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum running locally may move to Spark in the middle of a step:
@@ -756,9 +796,140 @@ class SparkStrata:
         return any(name in self._changed for name in relations)
 
     def current(self, relation: str) -> DataFrame:
-        """A held relation's rows now (its stratum's table)."""
+        """A held relation's rows now: its stratum's table, or the input table."""
         assert self._holdable is not None
-        return self.resident[self._holdable[relation]].totals[relation]
+        writer = self._holdable[relation]
+        if writer is None:
+            return self._bases[relation]
+        return self.resident[writer].totals[relation]
+
+    # -- input relations held in Spark
+
+    def frame_input(self, relation: str, frame: DataFrame, count: int | None = None,
+                    ) -> FrameInput | None:
+        """A Spark DataFrame (its columns in order as the relation's fields) as an input
+        that stays in Spark, if ``relation`` is an input relation Spark may hold and, with a
+        threshold, the frame has that many rows (``count``: its rows, if known); else None
+        (its rows go through Python). ValueError for a column of a type Overlog has not, or
+        a float column holding NaN."""
+        if self.holdable.get(relation, 0) is not None:
+            return None
+        if self.threshold is not None:
+            count = frame.count() if count is None else count
+            if count < self.threshold and relation not in self.held:
+                return None
+        frame = overlog_columns(frame, relation, self.arity[relation])
+        return FrameInput(frame, frame.count() if count is None else count)
+
+    def put(self, relation: str, frames: list[DataFrame], store: Any) -> None:
+        """Add rows to an input relation in Spark (holding it from now on, its rows in the
+        store included): the step's change there."""
+        held = self.held.get(relation)
+        if held is None:  # raises Unsupported for rows Spark cannot hold as they are
+            rows = store.rows(relation)
+            before = frame_of(session(self.master, self.conf), rows, self.arity[relation])
+            gained = self._gained(before, frames, relation)
+            held = len(rows)
+            store.release(relation, asserted=True)
+            self._changed[relation] = None  # its readers evaluate afresh
+        else:
+            before = self.current(relation)
+            gained = self._gained(before, frames, relation)
+        count = gained.count()
+        if not count and relation in self.held:
+            return
+        total = _compact(_union([before, gained], relation), self.PARTITIONS)
+        self._step_change(relation, before, gained if count else None, count, 0)
+        self._set_held(relation, held + count, store, total)
+
+    @staticmethod
+    def _gained(before: DataFrame, frames: list[DataFrame], relation: str) -> DataFrame:
+        """The rows of ``frames`` not in ``before`` (Unsupported: of another type)."""
+        typed = _unify([before, *frames], relation)
+        return _difference(_union(typed[1:], relation), typed[0]).localCheckpoint(eager=True)
+
+    def parquet_input(self, relation: str, path: str) -> FrameInput | None:
+        """A Parquet file as an input that stays in Spark (see ``frame_input``), read by
+        Spark; None: read it through Python."""
+        from overlog import parquetio
+
+        if self.holdable.get(relation, 0) is not None:
+            return None
+        pa = parquetio.require()
+        try:
+            count = pa.parquet.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowException) as error:
+            raise parquetio.ParquetError(f"{path}: {error}") from None
+        if self.threshold is not None:  # auto: from the threshold on, if Spark starts
+            if count < self.threshold and relation not in self.held:
+                return None
+            self._warm()
+            if self.unavailable is not None:
+                return None
+        frame = session(self.master, self.conf).read.parquet(os.path.abspath(path))
+        try:
+            return self.frame_input(relation, frame, count)
+        except ValueError as error:
+            raise parquetio.ParquetError(f"{path}: {error}") from None
+
+    def take_inputs(self, inputs: list[tuple[str, str, Any]], store: Any,
+                    ) -> list[tuple[str, str, Row]]:
+        """A step's inputs, in order: inserts and deletes of an input relation held in
+        Spark, and DataFrames, apply there; those of a held derived relation bring it back
+        to the store first. Returns the inputs for the store (a DataFrame's rows among them
+        when its relation cannot stay in Spark)."""
+        rest: list[tuple[str, str, Row]] = []
+        for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
+            items = [row for _, _, row in run]
+            frames = [row.frame for row in items if row.__class__ is FrameInput]
+            rows = [row for row in items if row.__class__ is not FrameInput]
+            base = self.holdable.get(relation, 0) is None
+            if relation in self.held and not base:
+                self.unhold(relation, store)  # derived: inputs apply in the store
+            elif relation in self.held or (frames and base):
+                try:
+                    if kind == "delete":
+                        self.take_rows(relation, "delete", rows, store)
+                    else:
+                        if rows:
+                            frames.append(frame_of(session(self.master, self.conf),
+                                                   set(rows), self.arity[relation]))
+                        self.put(relation, frames, store)
+                    continue
+                except Unsupported:  # these rows and those in Spark: in the store
+                    if relation in self.held:
+                        self.unhold(relation, store)
+            rest += [(kind, relation, row) for item in items
+                     for row in (rows_of(item.frame) if item.__class__ is FrameInput
+                                 else (item,))]
+        return rest
+
+    def take_rows(self, relation: str, kind: str, rows: list[Row], store: Any) -> None:
+        """Inserts (``kind`` "insert") or deletes of rows into a held input relation."""
+        spark = session(self.master, self.conf)
+        frame = frame_of(spark, set(rows), self.arity[relation])
+        if kind == "insert":
+            self.put(relation, [frame], store)
+            return
+        before = self.current(relation)
+        total = _compact(_difference(before, frame), self.PARTITIONS)
+        lost = self.held[relation] - total.count()
+        if lost:
+            self._step_change(relation, before, None, 0, lost)
+            self._set_held(relation, self.held[relation] - lost, store, total)
+
+    def _step_change(self, relation: str, before: DataFrame, gained: DataFrame | None,
+                     added: int, removed: int) -> None:
+        """Note what the step changed in a held input relation."""
+        self._started.setdefault(relation, before)
+        if relation in self._changed:  # changed twice: its readers evaluate afresh
+            self._changed[relation] = None
+        elif gained is not None or removed:
+            self._changed[relation] = gained
+        was = self.input_changes.get(relation, (0, 0))
+        self.input_changes[relation] = (was[0] + added, was[1] + removed)
+
+    # -- holding and giving back
 
     def keep_local(self, relation: str, store: Any) -> None:
         """Python reads ``relation`` from now on (a listener): it is never held, and if it
@@ -772,15 +943,21 @@ class SparkStrata:
         this step changed in it counts as the step's changes there."""
         now = rows_of(self.current(relation))
         started = self._started.get(relation) if changes else None
+        base = self.holdable.get(relation, 0) is None  # its rows are asserted
         if started is None:
-            store.take_back(relation, now)
+            store.take_back(relation, now, asserted=base)
         else:
             before = rows_of(started)
-            store.take_back(relation, before)
-            if before - now:
-                store.remove_many(relation, before - now)
+            store.take_back(relation, before, asserted=base)
+            for row in before - now:
+                if base:
+                    store.retract_row(relation, row)
+                store.remove(relation, row)
             if now - before:
-                store.add_many(relation, now - before)
+                if base:
+                    store.assert_many(relation, now - before)
+                else:
+                    store.add_many(relation, now - before)
         self._changed.pop(relation, None)
         self._set_held(relation, None, store)
 
@@ -788,35 +965,43 @@ class SparkStrata:
         """A held relation's rows, in Python."""
         return rows_of(self.current(relation))
 
-    def stream(self, relation: str, batch: int = 65536) -> Iterator[list[tuple]]:
-        """A held relation's rows as plain Python values, sorted as ``Engine.rows`` sorts
-        them (one type a column: nulls first, then by value), in batches: never all of
-        them in Python at once."""
+    BATCH = 1_000_000  # rows of a held relation that come to the driver at once
+
+    def batches(self, relation: str) -> Iterator[Any]:
+        """A held relation's rows as Arrow tables of about ``BATCH`` rows, sorted as
+        ``Engine.rows`` sorts them (one type a column: nulls first, then by value): never
+        all of them in Python at once. (Sorted into ranges, one partition each, taken one
+        after the other.)"""
+        from pyspark.sql import functions as F
+
         frame = self.current(relation)
-        rows = frame.orderBy(*frame.columns).toLocalIterator(prefetchPartitions=True)
-        while chunk := [tuple(row) for row in itertools.islice(rows, batch)]:
-            yield chunk
+        parts = max(1, math.ceil(self.held[relation] / self.BATCH))
+        ranges = (frame.repartitionByRange(parts, *frame.columns)
+                  .sortWithinPartitions(*frame.columns)
+                  .withColumn("part", F.spark_partition_id())
+                  .localCheckpoint(eager=True))
+        for part in range(parts):
+            yield ranges.filter(f"part = {part}").drop("part").toArrow()
 
-    def column_types(self, relation: str) -> list[type | None]:
-        """A held relation's type in each field (None: only nulls)."""
-        python = {"bigint": int, "double": float, "string": str, "boolean": bool}
-        return [python.get(kind) for _, kind in self.current(relation).dtypes]
-
-    def _set_held(self, relation: str, count: int | None, store: Any) -> None:
-        before = self.held.get(relation)
-        if count is None:
-            self.held.pop(relation, None)
-        else:
-            self.held[relation] = count
-        if before != count:
+    def _set_held(self, relation: str, count: int | None, store: Any,
+                  base: DataFrame | None = None) -> None:
+        """Journaled: ``relation`` holds ``count`` rows in Spark (None: it is not held), in
+        the table ``base`` for an input relation."""
+        before = (self.held.get(relation), self._bases.get(relation))
+        self._restore_held((relation, (count, base)))
+        if before != (count, base):
             store.on_rollback(self._restore_held, (relation, before))
 
-    def _restore_held(self, args: tuple[str, int | None]) -> None:
-        relation, count = args
+    def _restore_held(self, args: tuple[str, tuple[int | None, DataFrame | None]]) -> None:
+        relation, (count, base) = args
         if count is None:
             self.held.pop(relation, None)
         else:
             self.held[relation] = count
+        if base is None:
+            self._bases.pop(relation, None)
+        else:
+            self._bases[relation] = base
 
     def _unhold_all(self, names: Iterable[str], store: Any) -> None:
         for name in names:
@@ -893,6 +1078,8 @@ class SparkStrata:
 
     def resident_frame(self, relation: str) -> DataFrame | None:
         """A relation as a stratum left it in Spark (the store's rows, between steps)."""
+        if relation in self.held:
+            return self.current(relation)
         for resident in self.resident.values():
             if relation in resident.totals:
                 return resident.totals[relation]

@@ -289,25 +289,27 @@ class Table:
         self._batches = []
         self.removed = set()
 
-    def release(self) -> None:
-        """Let go of every row: they live elsewhere now (in Spark). Not a change of the
-        step: ``asserted`` and the step's change sets stay."""
-        if not self.rows:
+    def release(self, asserted: bool = False) -> None:
+        """Let go of every row (and with ``asserted``, of the asserted rows too): they live
+        elsewhere now (in Spark). Not a change of the step: its change sets stay."""
+        if not self.rows and not (asserted and self.asserted):
             return
-        before = (self.rows, self.indexes)
-        self.rows = set()
-        self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
+        before = (self.rows, self.indexes, self.asserted)
+        self._take((set(), {cols: defaultdict(list) for cols in self.indexes},
+                    set() if asserted else self.asserted))
         self.journal.entries.append((self._take, before))
 
-    def take_back(self, rows: set[Row]) -> None:
-        """Hold ``rows`` again after ``release``: not a change of the step."""
-        before = (self.rows, self.indexes)
-        self._take((rows, {cols: defaultdict(list) for cols in self.indexes}))
+    def take_back(self, rows: set[Row], asserted: bool = False) -> None:
+        """Hold ``rows`` again after ``release`` (all asserted, with ``asserted``): not a
+        change of the step."""
+        before = (self.rows, self.indexes, self.asserted)
+        self._take((rows, {cols: defaultdict(list) for cols in self.indexes},
+                    set(rows) if asserted else self.asserted))
         self._index_rows(rows)
         self.journal.entries.append((self._take, before))
 
-    def _take(self, state: tuple[set[Row], dict]) -> None:
-        self.rows, indexes = state
+    def _take(self, state: tuple[set[Row], dict, set[Row]]) -> None:
+        self.rows, indexes, self.asserted = state
         self._set_indexes(indexes)
 
     def _set_indexes(self, indexes: dict) -> None:
@@ -396,11 +398,11 @@ class LocalStore:
     def retract_row(self, relation: str, row: Row) -> None:
         self.tables[relation].retract_row(row)
 
-    def release(self, relation: str) -> None:
-        self.tables[relation].release()
+    def release(self, relation: str, asserted: bool = False) -> None:
+        self.tables[relation].release(asserted)
 
-    def take_back(self, relation: str, rows: set[Row]) -> None:
-        self.tables[relation].take_back(rows)
+    def take_back(self, relation: str, rows: set[Row], asserted: bool = False) -> None:
+        self.tables[relation].take_back(rows, asserted)
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))

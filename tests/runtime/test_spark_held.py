@@ -220,3 +220,123 @@ def test_auto_moves_a_stratum_whose_tables_grow_past_the_threshold_in_a_step() -
     assert report.firings == {"stratum 0 on Spark": 55}
     assert (report.held, there.spark.held) == ({"reach": (55, 0)}, {"reach": 55})
     assert there.rows("reach") == here.rows("reach")
+
+
+PATH_PROGRAM = ("path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
+                "far(X, Y) :- path(X, Y), notin edge(X, Y).\n")
+
+
+def test_input_relations_from_parquet_and_dataframes_stay_in_spark(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [2, 3, 4]}), tmp_path / "edge.parquet")
+    frame = spark.session().createDataFrame([(5, 6), (6, 7)], "x int, y long")
+    here, there = Engine(PATH_PROGRAM, backend="local"), Engine(PATH_PROGRAM, backend="spark")
+    steps = [("load", ("edge", str(tmp_path / "edge.parquet"))), ("insert", ("edge", (4, 5))),
+             ("delete", ("edge", (2, 3))), ("insert_dataframe", ("edge", frame)),
+             ("insert", ("edge", (6, 7)))]  # there already
+    held = []
+    for op, args in steps:
+        for engine in (here, there):
+            getattr(engine, op)(*args)
+        here.run()
+        (report,) = there.run()
+        for name in ("edge", "path", "far"):
+            assert there.rows(name) == here.rows(name), name
+        held.append((report.held, dict(there.spark.held)))
+    assert held == [
+        ({"edge": (3, 0), "path": (6, 0), "far": (3, 0)}, {"edge": 3, "path": 6, "far": 3}),
+        ({"edge": (1, 0), "path": (4, 0), "far": (3, 0)}, {"edge": 4, "path": 10, "far": 6}),
+        ({"edge": (0, 1), "path": (0, 6), "far": (0, 5)}, {"edge": 3, "path": 4, "far": 1}),
+        ({"edge": (2, 0), "path": (7, 0), "far": (5, 0)}, {"edge": 5, "path": 11, "far": 6}),
+        ({}, {"edge": 5, "path": 11, "far": 6})]
+    assert there.store.rows("edge") == there.store.asserted("edge") == set()
+    assert sorted(there.dataframe("edge").collect()) == [(1, 2), (3, 4), (4, 5), (5, 6), (6, 7)]
+
+
+def test_an_input_row_spark_cannot_hold_brings_the_input_relation_back() -> None:
+    here, there = Engine(PATH_PROGRAM, backend="local"), Engine(PATH_PROGRAM, backend="spark")
+    frame = spark.session().createDataFrame([(1, 2), (2, 3)], "x long, y long")
+    for engine in (here, there):
+        engine.insert_dataframe("edge", frame)
+        engine.run()
+        engine.insert("edge", ("a", 1))
+        engine.run()
+    for name in ("edge", "path", "far"):
+        assert there.rows(name) == here.rows(name), name
+    assert there.spark.held == {}
+    assert there.store.asserted("edge") == {(1, 2), (2, 3), ("a", 1)}
+
+
+def test_a_dataframe_that_fails_a_step_is_quarantined_as_one_input() -> None:
+    program = PATH_PROGRAM + "bad(Z) :- edge(X, Y), Z := 6 / (Y - X - 1).\n"
+    engine = Engine(program, backend="spark")
+    good = spark.session().createDataFrame([(1, 3), (3, 5)], "x long, y long")
+    engine.insert_dataframe("edge", good)
+    engine.run()
+    engine.insert_dataframe("edge", spark.session().createDataFrame([(7, 8)], "x long, y long"))
+    engine.insert("edge", (5, 7))
+    (report, _) = engine.run()
+    assert [(e.code, e.message, e.quarantined) for e in report.errors] == [
+        ("E302", "division by zero", (("insert", "edge", "a DataFrame of 1 rows"),))]
+    assert engine.rows("edge") == [(1, 3), (3, 5), (5, 7)]
+    assert engine.rows("bad") == [(6,)]
+
+
+@pytest.mark.parametrize(("columns", "message"), [
+    ("x long", "`edge` has 2 fields; the DataFrame has 1 columns"),
+    ("x long, y timestamp", "`edge` field 2: a timestamp column; Overlog's values are ints, "
+                            "floats, strings, booleans and null"),
+])
+def test_a_dataframe_of_other_types_is_refused(columns: str, message: str) -> None:
+    engine = Engine(PATH_PROGRAM, backend="spark")
+    frame = spark.session().createDataFrame([], columns)
+    with pytest.raises(ValueError) as caught:
+        engine.insert_dataframe("edge", frame)
+    assert str(caught.value) == message
+
+
+def test_nan_in_a_dataframe_is_refused() -> None:
+    engine = Engine(PATH_PROGRAM, backend="spark")
+    frame = spark.session().createDataFrame([(1.0, float("nan"))], "x double, y double")
+    with pytest.raises(ValueError) as caught:
+        engine.insert_dataframe("edge", frame)
+    assert str(caught.value) == "`edge`: NaN, in a float column, is no Overlog value"
+
+
+def test_auto_holds_an_input_from_the_threshold_on(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 3], "b": [2, 4]}), tmp_path / "small.parquet")
+    pq.write_table(pa.table({"a": [10, 11, 12, 13, 14], "b": [11, 12, 13, 14, 15]}),
+                   tmp_path / "big.parquet")
+    engine = Engine(PATH_PROGRAM, spark_threshold=5)
+    assert engine.load("edge", str(tmp_path / "small.parquet")) == 2  # through Python
+    engine.run()
+    assert (engine.spark.held, engine.store.asserted("edge")) == ({}, {(1, 2), (3, 4)})
+    assert engine.load("edge", str(tmp_path / "big.parquet")) == 5  # stays in Spark
+    engine.run()
+    assert engine.spark.held == {"edge": 7, "path": 17, "far": 10}
+    assert engine.store.asserted("edge") == set()
+    assert engine.rows("path")[:3] == [(1, 2), (3, 4), (10, 11)]
+
+
+def test_facts_from_parquet_run_in_spark_from_the_cli(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "facts").mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [2, 3, 4]}),
+                   tmp_path / "facts" / "edge.parquet")
+    (tmp_path / "p.olg").write_text(PATH_PROGRAM)
+    code, out, err = run_cli(["run", "p.olg", "-F", "facts", "--backend", "spark",
+                              "--trace"], cwd=tmp_path)
+    traced = [line for line in err.splitlines() if line.startswith("trace:")]
+    assert (code, traced) == (0, ["trace: step 1 @0: stratum 0 on Spark derived 6, stratum 1 "
+                                  "on Spark derived 3; +3 edge (in Spark), +6 path (in "
+                                  "Spark), +3 far (in Spark)"])
+    assert out == ("path (6 rows)\n  1  2\n  1  3\n  1  4\n  2  3\n  2  4\n  3  4\n"
+                   "edge (3 rows)\n  1  2\n  2  3\n  3  4\nfar (3 rows)\n  1  3\n  1  4\n"
+                   "  2  4\n")
