@@ -37,6 +37,10 @@ class FrameInput:
         return f"a DataFrame of {self.count:,} rows"
 
 
+class InputFailure(Exception):
+    """Applying a step's inputs failed where they are held (Spark): the message says how."""
+
+
 class PlanFailure(Exception):
     """An expression failed while evaluating a plan: carries the cause (the exception the
     expression raised, or that a user function raised) and the binding at that point, and

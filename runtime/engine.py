@@ -28,7 +28,7 @@ from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS
 from overlog.limits import recursion_room
 from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
-from overlog.runtime.backend import BackendFactory, FrameInput, PlanFailure
+from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
@@ -160,6 +160,7 @@ class Engine:
         self.queue = EventQueue()
         self.pending: list[tuple[str, str, Row]] = []
         self._frames_queued = False  # a DataFrame was queued as an input (_queue_frame)
+        self._committed = False  # the current step has committed (its callbacks run)
         self.listeners: list[Listener] = []
         self._inbox = Inbox()
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
@@ -208,7 +209,7 @@ class Engine:
             pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
         if self.spark is not None and not rel.event:  # its rows must come to Python
             self.spark.keep_local(relation, self.store)
-            if not self._stepping:
+            if not self._stepping or self._committed:  # (not undone by a later rollback)
                 self.store.commit()
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
 
@@ -346,6 +347,7 @@ class Engine:
                                "generate_event, insert, delete or deliver")
 
     def _step(self) -> StepReport:
+        self._committed = False
         if self._fixpoint is None:
             self._fixpoint = self._start()
         self.now = max(self.now, self.clock.now())
@@ -402,6 +404,7 @@ class Engine:
         finally:
             gc.set_threshold(*thresholds)
         store.commit()
+        self._committed = True
         try:  # the step stands: an interrupt in a callback below ends it as it is
             self._callbacks(report, changes, sends, quarantined, failed)
         finally:
@@ -413,12 +416,13 @@ class Engine:
                    failed: list[StepError]) -> None:
         """After commit: queue the changes for the next step, send, report, call back."""
         report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
-        if self.spark is not None:  # relations held in Spark: their inputs, then the rest
-            report.held = {name: change for name, change in
-                           self.spark.input_changes.items() if any(change)}
+        spark = self.spark
+        if spark is not None:  # relations held in Spark at the end: inputs, then the rest
+            report.held = {name: change for name, change in spark.input_changes.items()
+                           if any(change) and name in spark.held}
             report.held.update((name, (change.added, change.removed))
                                for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
-                               if change.added or change.removed)
+                               if (change.added or change.removed) and name in spark.held)
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
@@ -457,6 +461,8 @@ class Engine:
                        for row, code, message, binding in error.failures]
             raise _Failure(self._step_error(error.code, error.message, error.rule,
                                             error.binding), drivers) from error
+        except InputFailure as error:  # the input to blame is found by bisection
+            raise _Failure(self._step_error("E308", str(error))) from error
 
     def _step_error(self, code: str, message: str, rule: RulePlan | None = None,
                     binding: dict | None = None) -> StepError:

@@ -34,7 +34,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
-from overlog.runtime.backend import FrameInput
+from overlog.runtime.backend import FrameInput, InputFailure
 from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal_row
 
@@ -142,8 +142,13 @@ def _check_java() -> None:
 
 
 def first_line(error: BaseException, limit: int = 160) -> str:
-    """The first line of an error's message (Spark's run long), cut at ``limit``."""
-    return next(iter(str(error).strip().splitlines()), type(error).__name__)[:limit]
+    """The first line of an error's message (Spark's run long), cut at ``limit``; for an
+    error py4j passes on from the JVM, the Java exception's message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
+        kind, colon, message = lines[1].lstrip(": ").partition(": ")
+        lines = [message if colon and "." in kind and " " not in kind else lines[1]]
+    return (lines[0] if lines else type(error).__name__)[:limit]
 
 
 # -- types ---------------------------------------------------------------------------------
@@ -821,26 +826,27 @@ class SparkStrata:
         frame = overlog_columns(frame, relation, self.arity[relation])
         return FrameInput(frame, frame.count() if count is None else count)
 
+    def _hold_input(self, relation: str, store: Any) -> None:
+        """Hold an input relation in Spark from now on, with the rows the store held (which
+        lets go of them). Unsupported for rows Spark cannot hold as they are."""
+        rows = store.rows(relation)
+        before = _compact(frame_of(session(self.master, self.conf), rows, self.arity[relation]),
+                          self.PARTITIONS)
+        store.release(relation, asserted=True)
+        self._started.setdefault(relation, before)
+        self._changed[relation] = None  # its readers evaluate afresh
+        self._set_held(relation, len(rows), store, before)
+
     def put(self, relation: str, frames: list[DataFrame], store: Any) -> None:
-        """Add rows to an input relation in Spark (holding it from now on, its rows in the
-        store included): the step's change there."""
-        held = self.held.get(relation)
-        if held is None:  # raises Unsupported for rows Spark cannot hold as they are
-            rows = store.rows(relation)
-            before = frame_of(session(self.master, self.conf), rows, self.arity[relation])
-            gained = self._gained(before, frames, relation)
-            held = len(rows)
-            store.release(relation, asserted=True)
-            self._changed[relation] = None  # its readers evaluate afresh
-        else:
-            before = self.current(relation)
-            gained = self._gained(before, frames, relation)
+        """Add rows to a held input relation: the step's change there. Unsupported for rows
+        of another type than those held."""
+        before = self.current(relation)
+        gained = self._gained(before, frames, relation)
         count = gained.count()
-        if not count and relation in self.held:
-            return
-        total = _compact(_union([before, gained], relation), self.PARTITIONS)
-        self._step_change(relation, before, gained if count else None, count, 0)
-        self._set_held(relation, held + count, store, total)
+        if count:
+            total = _compact(_union([before, gained], relation), self.PARTITIONS)
+            self._step_change(relation, before, gained, count, 0)
+            self._set_held(relation, self.held[relation] + count, store, total)
 
     @staticmethod
     def _gained(before: DataFrame, frames: list[DataFrame], relation: str) -> DataFrame:
@@ -875,42 +881,53 @@ class SparkStrata:
     def take_inputs(self, inputs: list[tuple[str, str, Any]], store: Any,
                     ) -> list[tuple[str, str, Row]]:
         """A step's inputs, in order: inserts and deletes of an input relation held in
-        Spark, and DataFrames, apply there; those of a held derived relation bring it back
-        to the store first. Returns the inputs for the store (a DataFrame's rows among them
-        when its relation cannot stay in Spark)."""
+        Spark (or given a DataFrame in this step) apply there; those of a held derived
+        relation bring it back to the store first. Returns the inputs for the store (a
+        DataFrame's rows among them when its relation cannot stay in Spark). InputFailure
+        when Spark fails on them."""
+        holdable = self.holdable
+        there = {name for name in self.held if holdable.get(name, 0) is None} | {
+            relation for _, relation, row in inputs
+            if row.__class__ is FrameInput and holdable.get(relation, 0) is None}
         rest: list[tuple[str, str, Row]] = []
         for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
             items = [row for _, _, row in run]
-            frames = [row.frame for row in items if row.__class__ is FrameInput]
-            rows = [row for row in items if row.__class__ is not FrameInput]
-            base = self.holdable.get(relation, 0) is None
-            if relation in self.held and not base:
+            if relation in self.held and relation not in there:
                 self.unhold(relation, store)  # derived: inputs apply in the store
-            elif relation in self.held or (frames and base):
+            elif relation in there:
                 try:
-                    if kind == "delete":
-                        self.take_rows(relation, "delete", rows, store)
-                    else:
-                        if rows:
-                            frames.append(frame_of(session(self.master, self.conf),
-                                                   set(rows), self.arity[relation]))
-                        self.put(relation, frames, store)
+                    self._take(kind, relation, items, store)
                     continue
                 except Unsupported:  # these rows and those in Spark: in the store
+                    there.discard(relation)
                     if relation in self.held:
                         self.unhold(relation, store)
+                except Exception as error:
+                    if type(error).__module__.startswith(("pyspark", "py4j")):
+                        raise InputFailure(f"Spark failed on the inputs of `{relation}`: "
+                                           f"{first_line(error)}") from error
+                    raise
             rest += [(kind, relation, row) for item in items
                      for row in (rows_of(item.frame) if item.__class__ is FrameInput
                                  else (item,))]
         return rest
 
-    def take_rows(self, relation: str, kind: str, rows: list[Row], store: Any) -> None:
-        """Inserts (``kind`` "insert") or deletes of rows into a held input relation."""
-        spark = session(self.master, self.conf)
-        frame = frame_of(spark, set(rows), self.arity[relation])
-        if kind == "insert":
-            self.put(relation, [frame], store)
+    def _take(self, kind: str, relation: str, items: list[Any], store: Any) -> None:
+        if relation not in self.held:
+            self._hold_input(relation, store)
+        rows = [row for row in items if row.__class__ is not FrameInput]
+        if kind == "delete":
+            self._delete(relation, rows, store)
             return
+        frames = [row.frame for row in items if row.__class__ is FrameInput]
+        if rows:
+            frames.append(frame_of(session(self.master, self.conf), set(rows),
+                                   self.arity[relation]))
+        self.put(relation, frames, store)
+
+    def _delete(self, relation: str, rows: list[Row], store: Any) -> None:
+        """Delete rows from a held input relation: the step's change there."""
+        frame = frame_of(session(self.master, self.conf), set(rows), self.arity[relation])
         before = self.current(relation)
         total = _compact(_difference(before, frame), self.PARTITIONS)
         lost = self.held[relation] - total.count()
@@ -943,16 +960,18 @@ class SparkStrata:
         this step changed in it counts as the step's changes there."""
         now = rows_of(self.current(relation))
         started = self._started.get(relation) if changes else None
-        base = self.holdable.get(relation, 0) is None  # its rows are asserted
+        assert self._holdable is not None
+        base = self._holdable[relation] is None  # an input relation: its rows are asserted
         if started is None:
             store.take_back(relation, now, asserted=base)
         else:
             before = rows_of(started)
             store.take_back(relation, before, asserted=base)
-            for row in before - now:
+            if before - now:
                 if base:
-                    store.retract_row(relation, row)
-                store.remove(relation, row)
+                    for row in before - now:
+                        store.retract_row(relation, row)
+                store.remove_many(relation, before - now)
             if now - before:
                 if base:
                     store.assert_many(relation, now - before)
@@ -1028,8 +1047,6 @@ class SparkStrata:
             found = self._attempt(stratum, self.local, lambda spark: (
                 self._evaluate(spark, rules, store, max_rounds, plus, minus)))
         if found is None:
-            self._unhold_all({rule.head for rule in rules}.union(
-                *(_relations(plan) for rule in rules for _, plan in rule.plans())), store)
             self.forget(stratum, store)
             return None
         changes, resident, held = found
@@ -1089,8 +1106,9 @@ class SparkStrata:
         return None
 
     def forget(self, stratum: int, store: Any) -> None:
-        """The store no longer holds what the stratum left in Spark: evaluate it afresh.
-        Its held heads come back to the store as they were before the step."""
+        """The stratum runs locally in this step (its result here not taken): evaluate it
+        afresh next time. Its held heads come back to the store as they were before the
+        step, the held relations it reads as they are now (the step's changes counting)."""
         for name, writer in (self._holdable or {}).items():
             if writer == stratum and name in self.held:
                 started = self._started.pop(name, None)
@@ -1098,6 +1116,9 @@ class SparkStrata:
                                               else self.current(name)))
                 self._changed.pop(name, None)
                 self._set_held(name, None, store)
+        rules = [self.plan.rules[i] for i in self.plan.strata[stratum].rules]
+        self._unhold_all(set().union(*(_relations(plan) for rule in rules
+                                       for _, plan in rule.plans())), store)
         self._keep(stratum, None, store)
 
     def _keep(self, stratum: int, resident: _Resident | None, store: Any) -> None:

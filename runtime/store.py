@@ -325,8 +325,7 @@ class Table:
         self.rows = set()
         self._added = set()
         self._batches = []
-        self.indexes = {cols: defaultdict(list) for cols in self.indexes}
-        self._index_rows = _make_indexer(self.indexes)
+        self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
         return before
 
     def restore_events(self, before: tuple) -> None:
@@ -335,8 +334,7 @@ class Table:
         for cols in self.indexes.keys() - indexes.keys():  # made in the step: build them
             indexes[cols] = defaultdict(list)
             _make_indexer({cols: indexes[cols]})(self.rows)
-        self.indexes = indexes
-        self._index_rows = _make_indexer(self.indexes)
+        self._set_indexes(indexes)
 
 
 class LocalStore:

@@ -340,3 +340,62 @@ def test_facts_from_parquet_run_in_spark_from_the_cli(tmp_path: Path) -> None:
     assert out == ("path (6 rows)\n  1  2\n  1  3\n  1  4\n  2  3\n  2  4\n  3  4\n"
                    "edge (3 rows)\n  1  2\n  2  3\n  3  4\nfar (3 rows)\n  1  3\n  1  4\n"
                    "  2  4\n")
+
+
+def test_a_step_past_the_limit_on_spark_reads_the_held_relations_back() -> None:
+    """reach takes 12 new rows on Spark, far would take 9 more (max 20): far's stratum runs
+    locally, with reach back in the store, and reports E307 as the local backend does."""
+    steps = [[("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
+             [("insert", "link", (3, 4)), ("insert", "link", (4, 5)),
+              ("insert", "link", (5, 6))]]
+    there, errors = _alike(TC, steps, max_tuples=20)
+    assert [code for code, _ in errors[2]] == ["E307"]
+    assert there.rows("far") == [(1, 3)]
+
+
+def test_inputs_before_a_dataframe_apply_in_their_order() -> None:
+    program = PATH_PROGRAM + "tagged(X) :- tag(X), edge(X, _).\n"
+    frame = spark.session().createDataFrame([(5, 6)], "x long, y long")
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
+    for engine in (here, there):
+        engine.insert("edge", (2, 5))
+        engine.run()  # in the store
+        engine.insert("edge", (1, 2))
+        engine.delete("edge", (2, 5))
+        engine.insert("tag", (1,))
+        engine.insert_dataframe("edge", frame)
+        engine.insert("tag", (5,))
+        engine.run()
+    for name in ("edge", "path", "far", "tagged"):
+        assert there.rows(name) == here.rows(name), name
+    assert there.rows("edge") == [(1, 2), (5, 6)]
+    assert there.spark.held["edge"] == 2
+
+
+def test_a_listener_brings_an_input_relation_back_with_its_asserted_rows() -> None:
+    engine = Engine(PATH_PROGRAM, backend="spark")
+    engine.insert_dataframe("edge", spark.session().createDataFrame([(1, 2)], "x long, y long"))
+    engine.run()
+    engine.register_listener("edge", None, lambda row: None)
+    assert engine.store.rows("edge") == engine.store.asserted("edge") == {(1, 2)}
+    engine.delete("edge", (1, 2))
+    engine.run()
+    assert (engine.rows("edge"), engine.rows("path")) == ([], [])
+
+
+def test_an_input_spark_cannot_read_is_quarantined(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [2, 3, 4]}), tmp_path / "edge.parquet")
+    engine = Engine(PATH_PROGRAM, backend="spark")
+    engine.load("edge", str(tmp_path / "edge.parquet"))
+    (tmp_path / "edge.parquet").unlink()  # read when the step runs
+    engine.insert("edge", (7, 8))
+    [error] = engine.run()[0].errors  # (the next step brings the error event)
+    assert (error.code, error.quarantined) == ("E308", (("insert", "edge",
+                                                          "a DataFrame of 3 rows"),))
+    assert error.message.startswith("Spark failed on the inputs of `edge`: "
+                                    "[FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error "
+                                    "while reading file file://")
+    assert engine.rows("edge") == [(7, 8)]
