@@ -305,7 +305,7 @@ def _trace(report, err: TextIO) -> None:
 
 def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
     """Once each: Spark unavailable when a stratum reached the threshold (a note); with
-    ``trace``, what moved to Spark, and each stratum and aggregate rule left to run
+    ``trace``, what moved to Spark and back, and each stratum and aggregate rule left to run
     locally, with why."""
     spark = engine.spark
     if spark.unavailable is not None and "unavailable" not in said:
@@ -313,10 +313,11 @@ def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
         print(f"overlog: note: running locally: {spark.unavailable}", file=err)
     if not trace:
         return
-    for what, size in spark.moved.items():
-        if f"moved {what}" not in said:
-            said.add(f"moved {what}")
-            print(f"trace: {what} moves to Spark: its tables hold {size:,} rows "
+    for index, (what, size, there) in enumerate(spark.transitions):
+        if f"move {index}" not in said:
+            said.add(f"move {index}")
+            where = "to Spark" if there else "back from Spark"
+            print(f"trace: {what} moves {where}: its tables hold {size:,} rows "
                   f"(threshold {spark.threshold:,})", file=err)
     rules = engine.plan.rules
     where = [*(f"stratum {stratum}" for stratum in spark.local),

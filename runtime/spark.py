@@ -697,8 +697,9 @@ class SparkStrata:
 
     ``threshold`` None runs everything it can on Spark (``--backend spark``); a number
     (``--backend auto``) moves a stratum, or an aggregate rule, to Spark once the tables it
-    reads and writes hold that many rows (``moved``: what moved, and at what size), for
-    good; the session starts in the background at half of it. Spark unavailable then is
+    reads and writes hold that many rows (``moved``: what is there, and at what size),
+    and back once they hold less than a quarter of it (``transitions``: every move); the
+    session starts in the background at half of it. Spark unavailable then is
     not an error: everything runs locally (``unavailable`` says why)."""
 
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
@@ -724,6 +725,9 @@ class SparkStrata:
         self.resident: dict[int, _Resident] = {}  # stratum -> its tables in Spark
         self.incremental = 0  # evaluations that started from the step's new rows
         self.moved: dict[str, int] = {}  # "stratum N" / a rule's label -> rows when it moved
+        # every move, in order: what, its tables' rows then, and whether it went to Spark
+        self.transitions: list[tuple[str, int, bool]] = []
+        self._arrived: set[str] = set()  # what moved to Spark in this step
         self.unavailable: str | None = None  # with a threshold: why Spark could not start
         self._warming: threading.Thread | None = None
         self._tables: dict[str, list[str]] = {}  # label -> the tables its size counts
@@ -781,6 +785,7 @@ class SparkStrata:
         self._never = self._holdable = None
 
     def begin_step(self) -> None:
+        self._arrived = set()
         self._changed = {}
         self._started = {}
         self.input_changes = {}
@@ -1062,7 +1067,7 @@ class SparkStrata:
         """Whether ``rules`` go to Spark now: always without a threshold; with one, once
         the tables they read and write hold that many rows."""
         threshold = self.threshold
-        if threshold is None or label in self.moved:
+        if threshold is None:
             return True
         if self.unavailable is not None:
             return False
@@ -1070,9 +1075,15 @@ class SparkStrata:
         if names is None:
             names = self._tables[label] = sorted({rule.head for rule in rules}.union(
                 *(_relations(plan) for rule in rules for _, plan in rule.plans())))
+        size = sum(self.size(name, store) for name in names)
+        if label in self.moved:  # back once its tables shrink to a quarter of it
+            if size >= threshold // 4 or label in self._arrived:
+                return True
+            del self.moved[label]
+            self.transitions.append((label, size, False))
+            return False
         if self.held.keys() & names:  # a stratum that reads a held relation runs on Spark
             return True
-        size = sum(self.size(name, store) for name in names)
         if size < threshold // 2:
             return False
         if self._warming is None:  # the session starts beside the steps
@@ -1085,6 +1096,8 @@ class SparkStrata:
         if self.unavailable is not None:
             return False
         self.moved[label] = size
+        self._arrived.add(label)  # (its tables as the step started: not back before it ends)
+        self.transitions.append((label, size, True))
         return True
 
     def _warm(self) -> None:

@@ -372,6 +372,34 @@ def test_auto_moves_a_stratum_to_spark_once_its_tables_hold_the_threshold() -> N
     assert (there.spark.threshold, there.spark.unavailable) == (20, None)
 
 
+def test_auto_moves_a_stratum_back_once_its_tables_shrink_to_a_quarter() -> None:
+    """A stratum on Spark comes back to the local backend once its tables hold less than a
+    quarter of the threshold (its rows then in the store, exactly), and goes again when
+    they grow back to it."""
+    here, there = Engine(TC, backend="local"), Engine(TC, spark_threshold=40)
+    chain = [(i, i + 1) for i in range(1, 10)]
+    steps = [[("insert", row) for row in chain],  # grows past 40 in the step: to Spark
+             [("delete", row) for row in chain[2:]],  # on Spark: 2 links, 3 reach rows
+             [("insert", (20, 21))],  # 6 rows at the start: back
+             [("insert", row) for row in chain[2:]]]  # grows past 40 in the step: again
+    places = []
+    for batch in steps:
+        for engine in (here, there):
+            for op, row in batch:
+                getattr(engine, op)("link", row)
+        here.run()
+        (report,) = there.run()
+        assert there.rows("reach") == here.rows("reach")
+        places.append((dict(there.spark.moved), sorted(report.firings)))
+    assert places == [({"stratum 0": 44}, ["stratum 0 on Spark"]),  # after a round
+                      ({"stratum 0": 44}, ["stratum 0 on Spark"]),
+                      ({}, ["rule 1"]),  # reach(20, 21)
+                      ({"stratum 0": 41}, ["stratum 0 on Spark"])]
+    assert there.spark.transitions == [("stratum 0", 44, True), ("stratum 0", 6, False),
+                                       ("stratum 0", 41, True)]
+    assert there.spark.resident.keys() == {0}
+
+
 def test_auto_without_spark_runs_locally_and_says_so(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path)}  # no java there
     env.pop("JAVA_HOME", None)
