@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser(
         "explain", help="print relations, strata, rule kinds and every plan the runtime runs")
     explain.add_argument("program", metavar="PROGRAM.olg")
+    explain.add_argument("--spark-threshold", type=int, metavar="ROWS",
+                         help="the threshold `overlog run` would use with --backend auto")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
     for command in (check, explain):
@@ -73,9 +75,12 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan = _compile(args.program, err, args.native)
     if plan is None:
         return EXIT_PROGRAM
-    from overlog.runtime.spark import placement
+    from overlog.runtime.spark import THRESHOLD, placement
 
-    print(format_program_plan(plan, placement(plan)), file=out)
+    threshold = THRESHOLD if args.spark_threshold is None else args.spark_threshold
+    if threshold < 0:
+        raise _UsageError("--spark-threshold takes a number of rows >= 0")
+    print(format_program_plan(plan, placement(plan, threshold)), file=out)
     return EXIT_OK
 
 

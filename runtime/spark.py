@@ -238,17 +238,48 @@ def stratum_reason(plan: p.ProgramPlan, index: int, user: Set[str] = frozenset()
                          user)
 
 
+def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
+             ) -> tuple[dict[str, int | None], dict[str, set[int | None]]]:
+    """The relations that may live only in Spark, each with the stratum deriving it (None:
+    an input relation, derived by no rule): persistent, without keys or soft state, derived
+    only by view rules of a stratum that may run on Spark (not in ``never``) and reads no
+    events, and read only by such rules; and, for every relation, the strata reading it."""
+    relations = plan.relations
+    events = {name for name, rel in relations.items() if rel.event}
+    heads = {rule.head for rule in plan.rules}
+    found: dict[str, int | None] = {name: None for name in relations if name not in heads}
+    found.update((rule.head, rule.stratum) for rule in plan.rules
+                 if not rule.head_event and rule.stratum is not None)
+    readers: dict[str, set[int | None]] = {}
+    for rule in plan.rules:
+        reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
+        for name in reads:
+            readers.setdefault(name, set()).add(rule.stratum)
+        if (rule.kind != "view" or rule.deferred or rule.head_event
+                or rule.aggregation is not None or rule.stratum in never or reads & events):
+            for name in {rule.head, *reads}:
+                found.pop(name, None)
+    return {name: stratum for name, stratum in found.items()
+            if (rel := relations.get(name)) and not rel.event and not rel.keyed
+            and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
+            and (stratum is not None or readers.get(name))}, readers
+
+
 def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
-    """Where each stratum runs, as ``overlog explain`` says it: stratum -> lines. (``auto:
-    at N rows``: once the tables the rules read and write hold N rows.)"""
+    """Where each stratum runs, as ``overlog explain`` says it: stratum -> lines (``auto:
+    at N rows``: once the tables the rules read and write hold N rows), and which relations
+    may live only in Spark."""
     arity = {name: rel.arity for name, rel in plan.relations.items()}
     where = f"on Spark with --backend spark (auto: at {threshold:,} rows)"
     notes: dict[int, list[str]] = {}
+    plan_never = set()
     for stratum in plan.strata:
         rules = [plan.rules[i] for i in stratum.rules]
         lines = []
         if any(not r.head_event and r.aggregation is None for r in rules):
             reason = stratum_reason(plan, stratum.index)
+            if reason is not None:
+                plan_never.add(stratum.index)
             lines.append("views run " + (where if reason is None else f"locally ({reason})"))
         for rule in rules:
             if rule.aggregation is not None and not rule.head_event:
@@ -256,6 +287,17 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
                 lines.append(f"{rule.label} runs " + (where if reason is None
                                                       else f"locally ({reason})"))
         notes[stratum.index] = lines or ["event rules run locally"]
+    held, readers = holdable(plan, {index: "" for index in plan_never})
+    for name, writer in sorted(held.items()):
+        if name in plan.watched:  # `overlog run` prints it from a listener
+            continue
+        if writer is not None:
+            notes[writer].append(f"{name} lives only in Spark with --backend spark (auto: "
+                                 f"from {threshold:,} rows), unless a listener reads it")
+        else:  # said at the first stratum reading it
+            notes[min(r for r in readers[name] if r is not None)].append(
+                f"{name} lives only in Spark when given as Parquet or a Spark DataFrame "
+                f"(auto: of {threshold:,} rows), unless a listener reads it")
     return notes
 
 
@@ -757,26 +799,7 @@ class SparkStrata:
         state, derived only by view rules of a stratum that may run on Spark and reads no
         events, and read only by such rules; not those with a listener (``keep_local``)."""
         if self._holdable is None:
-            never = self.never[0]
-            heads = {rule.head for rule in self.plan.rules}
-            found: dict[str, int | None] = {
-                name: None for name in self.relations if name not in heads}
-            found.update((rule.head, rule.stratum) for rule in self.plan.rules
-                         if not rule.head_event and rule.stratum is not None)
-            for rule in self.plan.rules:
-                reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
-                for name in reads:
-                    self._readers.setdefault(name, set()).add(rule.stratum)
-                if (rule.kind != "view" or rule.deferred or rule.head_event
-                        or rule.aggregation is not None or rule.stratum in never
-                        or reads & self.events):
-                    for name in {rule.head, *reads}:
-                        found.pop(name, None)
-            self._holdable = {
-                name: stratum for name, stratum in found.items()
-                if (rel := self.relations[name]) and not rel.event and not rel.keyed
-                and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
-                and (stratum is not None or self._readers.get(name))}
+            self._holdable, self._readers = holdable(self.plan, self.never[0])
         return {name: stratum for name, stratum in self._holdable.items()
                 if name not in self._kept_local}
 

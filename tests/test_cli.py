@@ -57,6 +57,23 @@ def test_explain_prints_strata() -> None:
     assert "  rule 3 [view]  shortest(X, Y, min<C>) :- path(X, Y, C).\n" in result.stdout
 
 
+def test_explain_says_which_relations_may_live_only_in_spark(tmp_path: Path) -> None:
+    """An input relation read only by Spark-able strata, and a relation only they derive and
+    read, may live only in Spark; not a watched relation, nor one an aggregate reads."""
+    (tmp_path / "p.olg").write_text(
+        "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n"
+        "far(X, Y) :- reach(X, Y), notin link(X, Y).\nwatch(far).\n"
+        "deg(X, count<Y>) :- edge(X, Y).\n")
+    result = overlog("explain", str(tmp_path / "p.olg"), "--spark-threshold", "500")
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stdout.splitlines() if "lives only" in line]
+    assert notes == [
+        "  link lives only in Spark when given as Parquet or a Spark DataFrame (auto: of 500 "
+        "rows), unless a listener reads it",
+        "  reach lives only in Spark with --backend spark (auto: from 500 rows), unless a "
+        "listener reads it"]
+
+
 def test_help_exits_0() -> None:
     result = overlog("--help")
     assert result.returncode == 0
