@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from overlog.printer import format_value
@@ -142,16 +143,37 @@ def aggregate(func: str, values: list[Any]) -> Any:
         return min(values)
     if func == "max":
         return max(values)
+    if func not in ("sum", "avg"):
+        raise ValueError(f"unknown aggregate {func}")
+    ints = 0
+    floats = []
     for value in values:
-        if value.__class__ not in NUMBERS:
+        if value.__class__ is int:
+            ints += value
+        elif value.__class__ in NUMBERS:
+            floats.append(value)
+        else:
             raise ValueFault(f"{func}<> of {type_name(value)} values")
-    total = sum(values)
+    total = float_sum(floats, ints, len(floats) < len(values), func) if floats else ints
     if func == "avg":
         total /= len(values)
-    elif func != "sum":
-        raise ValueError(f"unknown aggregate {func}")
-    if total.__class__ is float:
-        if total != total:
+    return number(total) if total.__class__ is float else total
+
+
+def float_sum(floats: list[float], ints: int, with_ints: bool, func: str = "sum") -> float:
+    """The sum of ``floats`` and of the exact sum ``ints`` (when ``with_ints``) as the float
+    nearest to it, whatever the order of the terms (an overflow is an infinity); the sum
+    of infinities of both signs is an error."""
+    infinite = {value for value in floats if math.isinf(value)}
+    if infinite:
+        if len(infinite) > 1:
             raise ValueFault(f"the {func} of infinity and -infinity is not a number")
-        return number(total)
-    return total
+        return float(infinite.pop())
+    try:
+        return math.fsum([*floats, float(ints)] if with_ints else floats)
+    except OverflowError:  # past the largest float, or ints past it
+        exact = sum(map(Fraction, floats), Fraction(ints))
+        try:
+            return float(exact)
+        except OverflowError:
+            return math.inf if exact > 0 else -math.inf

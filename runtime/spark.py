@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
@@ -109,6 +110,11 @@ def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
                .config("spark.cleaner.periodicGC.interval", "1min"))
     for name, value in {**conf, **_FIXED}.items():
         builder = builder.config(name, value)
+    # the workers' Python (for the aggregates of runtime/sparkudf.py): as the user chose it,
+    # else this one (pyspark would take the first `python3` on the PATH)
+    python = os.environ.get("PYSPARK_PYTHON")
+    if python is None:
+        os.environ["PYSPARK_PYTHON"] = conf.get("spark.pyspark.python", sys.executable)
     try:
         spark = builder.getOrCreate()
     except Exception as error:  # the JVM did not start, or the master is unreachable
@@ -116,6 +122,8 @@ def _start(master: str, conf: Mapping[str, str]) -> SparkSession:
     finally:
         if given is None:
             os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        if python is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
     spark.sparkContext.setLogLevel("ERROR")
     # a failure inside Spark is handled (the stratum runs locally): no report of it
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -199,8 +207,6 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
     (None: they may). ``user``: the engine's user functions (they may shadow built-ins)."""
     for rule in rules:
         aggregation = rule.aggregation
-        if aggregation is not None and aggregation.function == "avg":  # the exact sum,
-            return "avg<>: Spark averages in floating point"  # locally: divided once
         if aggregation is not None and aggregation.zero:
             return "a count over events (count 0 for an event that matches nothing)"
         if aggregation is not None and isinstance(aggregation.groups.driver, p.Unit):
@@ -516,8 +522,8 @@ class Translator:
 def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     """One row per group of the bag ``rows`` (every column but the aggregate's), with the
     aggregate's meaning: ``sum`` of ints fails on a null, as ``min`` and ``max`` do when
-    there is something to compare it with; a float ``sum`` is Unsupported (its result
-    depends on the order of the terms; ``avg`` never comes here: see static_reason)."""
+    there is something to compare it with; a float ``sum`` and ``avg`` run as the local
+    backend computes them, in Python."""
     from pyspark.sql import functions as F
 
     column = f"c{aggregate.position}"
@@ -532,14 +538,31 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     elif function == "sum" and kind == "bigint":
         value = (f"CASE WHEN {nulls} THEN raise_error('sum<> of null') "
                  f"ELSE sum(`{column}`) END")
-    else:  # a float sum depends on the order of its terms
-        raise Unsupported(f"sum<> of {kind or 'null'} values" + (
-            " (Spark adds floats in another order)" if kind == "double" else ""))
+    elif kind in _NUMERIC:  # floats summed in any order, an avg divided once: in Python
+        return _python_aggregate(rows, column, function, kind)
+    else:
+        raise Unsupported(f"{function}<> of {kind or 'null'} values")
     group = [c for c in rows.columns if c != column]
     result = rows.groupBy(*group).agg(F.expr(value).alias(column),
                                       F.expr("count(1)").alias("bindings"))
     # with no group column Spark aggregates nothing to one row; there is no group then
     return result.filter("bindings > 0").select(*rows.columns)
+
+
+def _python_aggregate(rows: DataFrame, column: str, function: str, kind: str) -> DataFrame:
+    """``sum`` of floats or ``avg`` as the local backend computes them, by a pandas UDF
+    (runtime/sparkudf.py) on each group."""
+    from pyspark.sql import functions as F
+
+    from overlog.runtime import sparkudf
+
+    work = {("sum", "double"): sparkudf.sum_of_floats, ("avg", "double"):
+            sparkudf.avg_of_floats, ("avg", "bigint"): sparkudf.avg_of_ints}[function, kind]
+    group = [c for c in rows.columns if c != column]
+    # a constant group column: no rows make no group (Spark gives one without a column)
+    result = rows.groupBy(F.lit(0).alias("_all"), *group).agg(
+        F.pandas_udf(work, "double")(column).alias(column))  # type: ignore[call-overload]
+    return result.select(*rows.columns)
 
 
 def _can_fail(op: p.Operator) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from fractions import Fraction
 from typing import Any
 
 from overlog import syntax as s
@@ -66,11 +67,15 @@ def aggregate(func: str, values: list) -> Any:
         return len(values)
     total = 0
     for v in values:
-        total += v
+        total += Fraction(v)  # exact: a float sum is the float nearest it
+    if any(isinstance(v, float) for v in values):
+        total = float(total)
+    elif func == "sum":
+        total = int(total)
     if func == "sum":
         return total
     if func == "avg":
-        return total / len(values)
+        return float(total / len(values))  # divided once
     best = values[0]
     for v in values[1:]:
         if (v < best) if func == "min" else (v > best):

@@ -5,6 +5,7 @@ serves the whole test run (local[2]); deselect with ``-m 'not spark'``."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -212,11 +213,14 @@ ALIKE = [
     ('q("ab"). q("c").\np(Z) :- q(S), Y := f_size(S), Z := f_min(Y, 5).\n', []),
     ('v(1, 2, "a", "b"). v(5, 3, "z", "y").\nw(f_min(X, Y), f_max(S, T)) :- v(X, Y, S, T).\n',
      [[("insert", "v", (None, 1, "c", "d"))]]),
-    # float sums and averages stay local (their result depends on the order of the terms)
+    # float sums (in any order of the terms) and averages (divided once), null among them
     ("s(sum<Y>) :- q(_, Y).\n", [[("insert", "q", (i, v)) for i, v in
                                    enumerate([1e16, 1.0, 1.0, -1e16])]]),
     ("v(X, avg<Y>) :- q(X, Y).\n", [[("insert", "q", (1, 2**53)), ("insert", "q", (1, 1)),
                                       ("insert", "q", (1, 2))]]),
+    ("s(X, sum<Y>) :- q(X, Y).\na(X, avg<Y>) :- q(X, Y).\n",
+     [[("insert", "q", (1, 2.5)), ("insert", "q", (2, 1.5))], [("insert", "q", (1, None))],
+      [("delete", "q", (1, None)), ("insert", "q", (3, 1e308)), ("insert", "q", (4, 1e308))]]),
     # a head both an aggregate and views write, read by a view
     ("m(X, count<Y>) :- a(X, Y).\nm(X, Z) :- m(X, Y), b(Y, Z).\n",
      [[("insert", "a", (1, 10)), ("insert", "a", (1, 20)), ("insert", "b", (2, 5))]]),
@@ -312,6 +316,27 @@ def test_aggregates_run_on_spark() -> None:
     for name in ("c", "lo", "t"):
         assert there.rows(name) == here.rows(name), name
     assert there.rows("t") == [(2, 7), (3, 7)]
+
+
+def test_float_sums_and_averages_run_on_spark_with_the_local_meaning() -> None:
+    """A float sum is the float nearest the exact sum whatever the order of its terms, an
+    average the exact sum divided once: on Spark too, by a Python function on each group."""
+    program = ("s(X, sum<Y>) :- q(X, Y, _).\na(X, avg<Y>) :- q(X, Y, _).\n"
+               "ai(avg<Z>) :- q(_, _, Z).\nnone(sum<Y>) :- q(_, Y, _), Y > 1e309.\n")
+    rows = [(1, 1e16, 2**53), (1, 1.0, 1), (1, 1.5, 2), (1, -1e16, 2), (2, 1e308, 0),
+            (2, 1e308, 1), (3, 0.1, 0), (3, 0.2, 0), (3, 0.3, 0)]
+    found = []
+    for backend in ("local", "spark"):
+        engine = Engine(program, backend=backend)
+        for row in rows:
+            engine.insert("q", row)
+        assert [e for r in engine.run() for e in r.errors] == []
+        found.append({name: engine.rows(name) for name in ("s", "a", "ai", "none")})
+        assert backend == "local" or (engine.spark.local, engine.spark.local_rules) == ({}, {})
+    assert found[0] == found[1] == {
+        "s": [(1, 2.5), (2, math.inf), (3, 0.6)],
+        "a": [(1, 0.625), (2, math.inf), (3, 0.19999999999999998)],
+        "ai": [((2**53 + 6) / 9,)], "none": []}
 
 
 def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:

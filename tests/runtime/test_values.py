@@ -177,6 +177,24 @@ def test_sum_and_avg_take_numbers(aggregate: str, message: str) -> None:
     assert [(e.code, e.message) for e in report.errors] == [("E301", message)]
 
 
+def test_a_float_sum_does_not_depend_on_the_order_of_its_terms() -> None:
+    """The float nearest the exact sum (ints summed exactly first); past the largest float,
+    an infinity of its sign."""
+    engine = Engine("s(K, sum<X>) :- q(K, _, X).\na(K, avg<X>) :- q(K, _, X).\n")
+    rows = [("a", 1, 1e16), ("a", 2, 1.0), ("a", 3, 1.0), ("a", 4, -1e16),
+            ("b", 1, 0.1), ("b", 2, 0.2), ("b", 3, 0.3),
+            ("c", 1, 2**60 + 1), ("c", 2, 0.5), ("d", 1, -1e308), ("d", 2, -1e308),
+            ("e", 1, 10**400), ("e", 2, 1.0), ("e", 3, -(10**400))]
+    for row in rows:
+        engine.insert("q", row)
+    assert engine.step().errors == []
+    assert engine.rows("s") == [("a", 2.0), ("b", 0.6), ("c", 1.152921504606847e18),
+                                ("d", -math.inf), ("e", 1.0)]
+    assert engine.rows("a") == [("a", 0.5), ("b", 0.19999999999999998),
+                                ("c", 5.764607523034235e17), ("d", -math.inf),
+                                ("e", 0.3333333333333333)]
+
+
 def test_an_infinite_sum_of_both_signs_is_e301() -> None:
     engine = Engine("q(infinity). q(-infinity).\ns(sum<X>) :- q(X).\n")
     assert [e.message for e in engine.step().errors] == [

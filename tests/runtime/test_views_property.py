@@ -32,6 +32,7 @@ TEMPLATES = [
     "n(X, min<Y>) :- q(X, Y).",
     "n(X, max<Y>) :- b(Y, X), Y > 0.",
     "o(X, sum<Y>) :- p(X, Y).",
+    "v(X, avg<Y>) :- q(Y, X).",
     "t(X, Z) :- a(X, Y), Z := Y * 2 - X, Z >= 0.",
     "u(X) :- m(X, C), C > 1, notin r(X).",
     "u(X) :- n(X, _), notin q(X, X).",

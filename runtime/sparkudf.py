@@ -1,0 +1,30 @@
+"""Python functions that Spark's workers run for the Spark backend (runtime/spark.py): the
+aggregates whose meaning plain Spark SQL does not have. Workers import this module, so
+overlog must be installed where they run (as for any PySpark UDF; docs/spark.md).
+
+Kept apart from runtime/spark.py, and without postponed annotations, because pandas UDFs
+read their type hints at definition time."""
+
+import pandas as pd
+
+from overlog.runtime.builtins import float_sum
+
+
+def _numbers(values: pd.Series, func: str) -> pd.Series:
+    if values.isna().any():  # NaN is no Overlog value: it is a null here
+        raise ValueError(f"{func}<> of null")
+    return values
+
+
+def sum_of_floats(values: pd.Series) -> float:
+    """``sum`` of a group's floats, as the local backend adds them (in any order)."""
+    return float_sum(list(_numbers(values, "sum")), 0, False)
+
+
+def avg_of_floats(values: pd.Series) -> float:
+    return float_sum(list(_numbers(values, "avg")), 0, False, "avg") / len(values)
+
+
+def avg_of_ints(values: pd.Series) -> float:
+    """``avg`` of a group's ints: their exact sum divided once."""
+    return sum(map(int, _numbers(values, "avg"))) / len(values)
