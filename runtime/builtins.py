@@ -161,9 +161,9 @@ def aggregate(func: str, values: list[Any]) -> Any:
 
 
 def float_sum(floats: list[float], ints: int, with_ints: bool, func: str = "sum") -> float:
-    """The sum of ``floats`` and of the exact sum ``ints`` (when ``with_ints``) as the float
-    nearest to it, whatever the order of the terms (an overflow is an infinity); the sum
-    of infinities of both signs is an error."""
+    """The float nearest the sum of ``floats`` and (when ``with_ints``) of ``ints``, the
+    exact sum of the ints taken as the nearest float, whatever the order of the terms (an
+    overflow is an infinity); the sum of infinities of both signs is an error."""
     infinite = {value for value in floats if math.isinf(value)}
     if infinite:
         if len(infinite) > 1:

@@ -278,14 +278,14 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
     arity = {name: rel.arity for name, rel in plan.relations.items()}
     where = f"on Spark with --backend spark (auto: at {threshold:,} rows)"
     notes: dict[int, list[str]] = {}
-    plan_never = set()
+    never: dict[int, str] = {}  # strata whose views never run on Spark
     for stratum in plan.strata:
         rules = [plan.rules[i] for i in stratum.rules]
         lines = []
         if any(not r.head_event and r.aggregation is None for r in rules):
             reason = stratum_reason(plan, stratum.index)
             if reason is not None:
-                plan_never.add(stratum.index)
+                never[stratum.index] = reason
             lines.append("views run " + (where if reason is None else f"locally ({reason})"))
         for rule in rules:
             if rule.aggregation is not None and not rule.head_event:
@@ -293,7 +293,7 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
                 lines.append(f"{rule.label} runs " + (where if reason is None
                                                       else f"locally ({reason})"))
         notes[stratum.index] = lines or ["event rules run locally"]
-    held, readers = holdable(plan, {index: "" for index in plan_never})
+    held, readers = holdable(plan, never)
     for name, writer in sorted(held.items()):
         if name in plan.watched:  # `overlog run` prints it from a listener
             continue
