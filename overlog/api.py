@@ -38,13 +38,13 @@ class Engine(_engine.Engine):
         """Queue the rows of a CSV or Parquet file (by its extension; docs/csv.md) as inputs
         of the next step: inserts into a table, events of an event relation. Returns how
         many. Nothing is queued if any row is bad: CsvError or ParquetError (ValueErrors
-        naming the file), UnreadableSource, TypeError or ValueError for a value. A Parquet
-        file for a table Spark may hold is read by Spark, its rows staying there
-        (docs/spark.md, "Relations held in Spark")."""
+        naming the file), UnreadableSource, TypeError or ValueError for a value. A file for
+        a table Spark may hold is read by Spark, its rows staying there (docs/spark.md,
+        "Relations held in Spark")."""
         rel = self._relation(relation)
         ext = os.path.splitext(path)[1]
-        if ext == ".parquet" and self.spark is not None and not rel.event:
-            found = self.spark.parquet_input(relation, path)
+        if ext in (".csv", ".parquet") and self.spark is not None and not rel.event:
+            found = self.spark.file_input(relation, path, header)
             if found is not None:
                 self._queue_frame(rel, found)
                 return found.count

@@ -302,7 +302,7 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
                                  f"from {threshold:,} rows), unless a listener reads it")
         else:  # said at the first stratum reading it
             notes[min(r for r in readers[name] if r is not None)].append(
-                f"{name} lives only in Spark when given as Parquet or a Spark DataFrame "
+                f"{name} lives only in Spark when loaded from a file or a Spark DataFrame "
                 f"(auto: of {threshold:,} rows), unless a listener reads it")
     return notes
 
@@ -905,27 +905,39 @@ class SparkStrata:
         typed = _unify([before, *frames], relation)
         return _difference(_union(typed[1:], relation), typed[0]).localCheckpoint(eager=True)
 
-    def parquet_input(self, relation: str, path: str) -> FrameInput | None:
-        """A Parquet file as an input that stays in Spark (see ``frame_input``), read by
-        Spark; None: read it through Python."""
+    def file_input(self, relation: str, path: str, header: bool = False,
+                   ) -> FrameInput | None:
+        """A Parquet or CSV file (by its extension) as an input that stays in Spark, read
+        by Spark (see ``frame_input``); None: read it through Python (as a CSV file Spark
+        would not read as the Python reader does: runtime/sparkcsv.py)."""
         from overlog import parquetio
+        from overlog.runtime import sparkcsv
 
         if self.holdable.get(relation, 0) is not None:
             return None
-        pa = parquetio.require()
-        try:
-            count = pa.parquet.ParquetFile(path).metadata.num_rows
-        except (OSError, pa.ArrowException) as error:
-            raise parquetio.ParquetError(f"{path}: {error}") from None
+        parquet = path.endswith(".parquet")
+        if parquet:
+            pa = parquetio.require()
+            try:
+                count = pa.parquet.ParquetFile(path).metadata.num_rows
+            except (OSError, pa.ArrowException) as error:
+                raise parquetio.ParquetError(f"{path}: {error}") from None
+        else:
+            count = sparkcsv.lines(path)  # about its rows (OSError: the Python reader's)
+            if count is None:
+                return None
         if self.threshold is not None:  # auto: from the threshold on, if Spark starts
             if count < self.threshold and relation not in self.held:
                 return None
             self._warm()
             if self.unavailable is not None:
                 return None
-        frame = session(self.master, self.conf).read.parquet(os.path.abspath(path))
+        spark = session(self.master, self.conf)
+        if not parquet:
+            found = sparkcsv.read(spark, os.path.abspath(path), self.arity[relation], header)
+            return None if found is None else FrameInput(*found)
         try:
-            return self.frame_input(relation, frame, count)
+            return self.frame_input(relation, spark.read.parquet(os.path.abspath(path)), count)
         except ValueError as error:
             raise parquetio.ParquetError(f"{path}: {error}") from None
 

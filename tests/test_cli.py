@@ -68,7 +68,7 @@ def test_explain_says_which_relations_may_live_only_in_spark(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     notes = [line for line in result.stdout.splitlines() if "lives only" in line]
     assert notes == [
-        "  link lives only in Spark when given as Parquet or a Spark DataFrame (auto: of 500 "
+        "  link lives only in Spark when loaded from a file or a Spark DataFrame (auto: of 500 "
         "rows), unless a listener reads it",
         "  reach lives only in Spark with --backend spark (auto: from 500 rows), unless a "
         "listener reads it"]

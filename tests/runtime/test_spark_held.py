@@ -10,6 +10,7 @@ import pytest
 
 from overlog import Engine
 from overlog.runtime import spark
+from overlog.source import UnreadableSource
 from tests.goldens import run_cli
 
 pytestmark = pytest.mark.spark
@@ -323,13 +324,101 @@ def test_auto_holds_an_input_from_the_threshold_on(tmp_path: Path) -> None:
     assert engine.rows("path")[:3] == [(1, 2), (3, 4), (10, 11)]
 
 
-def test_facts_from_parquet_run_in_spark_from_the_cli(tmp_path: Path) -> None:
+KEPT = "kept(A, B, C) :- row(A, B, C).\n"
+CSV_CELLS = ('h1,h2,h3\na,1,2.5\n  b ,2,1e3\n\n"x,y",3,infinity\nc,-4,-infinity\r\n'
+             '"q""uo",007,.5\nab"c,null,null\n"",+5,5.\n,6,1e-400\n')
+
+
+def _load_both(tmp_path: Path, text: str | bytes, arity: int = 3, **options,
+               ) -> tuple[Engine, Engine]:
+    """``text`` as row.csv, loaded (with a header) by both backends and run."""
+    path = tmp_path / "row.csv"
+    if isinstance(text, str):
+        path.write_text(text, encoding="utf-8", newline="")
+    else:
+        path.write_bytes(text)
+    program = KEPT if arity == 3 else "kept(A, B) :- row(A, B).\n"
+    here = Engine(program, backend="local")
+    there = Engine(program, **({"backend": "spark"} | options))
+    counts = [engine.load("row", str(path), header=True) for engine in (here, there)]
+    assert counts[1] == counts[0]
+    for engine in (here, there):
+        engine.run()
+    for name in ("row", "kept"):
+        assert there.rows(name) == here.rows(name), name
+    return here, there
+
+
+def test_csv_files_are_read_by_spark_as_the_python_reader_reads_them(tmp_path: Path) -> None:
+    here, there = _load_both(tmp_path, CSV_CELLS)
+    assert there.spark.held == {"row": 8, "kept": 8}
+    assert there.store.asserted("row") == set()
+    assert there.dataframe("row").dtypes == [("c0", "string"), ("c1", "bigint"),
+                                             ("c2", "double")]
+    assert here.rows("row") == [
+        ("", 5, 5.0), ("", 6, 0.0), ("  b ", 2, 1000.0), ("a", 1, 2.5), ('ab"c', None, None),
+        ("c", -4, float("-inf")), ('q"uo', 7, 0.5), ("x,y", 3, float("inf"))]
+
+
+def test_csv_booleans_and_nulls_only_are_read_by_spark(tmp_path: Path) -> None:
+    here, there = _load_both(tmp_path, "h\ntrue,null\nfalse,null\n", arity=2)
+    assert there.spark.held == {"row": 2, "kept": 2}
+    assert here.rows("row") == [(False, None), (True, None)]
+
+
+@pytest.mark.parametrize("text", [
+    "h\n1,a\nx,2\n",  # a column of ints and strings
+    "h\n1,2.0\n2,3\n",  # of floats and ints
+    "h\n1,[2, 3]\n",  # a list
+    "h\n1,99999999999999999999\n",  # an int past 64 bits
+    "h\n1,-0.0\n",  # -0.0
+    'h\n1,"two\nlines"\n',  # a quoted cell spanning lines
+    "\ufeffh\n1,2\n",  # a byte-order mark
+])
+def test_csv_files_spark_would_read_otherwise_go_through_python(
+        tmp_path: Path, text: str) -> None:
+    _, there = _load_both(tmp_path, text, arity=2)
+    assert "row" not in there.spark.held
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    (b"h\n1,2\n3\n", "row.csv:3: expected 2 fields, got 1"),
+    (b'h\n1,"2"x\n', "row.csv:2: text after a closing quote or bracket"),
+    (b"h\n1,\xff\n", "cannot read row.csv: not UTF-8 text (byte 0xff at line 2, column 3)"),
+])
+def test_a_bad_csv_file_is_reported_by_the_python_reader(
+        tmp_path: Path, text: bytes, error: str) -> None:
+    (tmp_path / "row.csv").write_bytes(text)
+    engine = Engine("kept(A, B) :- row(A, B).\n", backend="spark")
+    with pytest.raises((ValueError, UnreadableSource)) as caught:
+        engine.load("row", str(tmp_path / "row.csv"), header=True)
+    assert str(caught.value).replace(str(tmp_path) + "/", "") == error
+
+
+def test_auto_reads_a_csv_file_by_spark_from_the_threshold_on(tmp_path: Path) -> None:
+    (tmp_path / "small.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "big.csv").write_text("10,11\n11,12\n12,13\n13,14\n14,15")  # no last break
+    engine = Engine(PATH_PROGRAM, spark_threshold=5)
+    assert engine.load("edge", str(tmp_path / "small.csv")) == 2  # through Python
+    engine.run()
+    assert (engine.spark.held, engine.store.asserted("edge")) == ({}, {(1, 2), (3, 4)})
+    assert engine.load("edge", str(tmp_path / "big.csv")) == 5  # stays in Spark
+    engine.run()
+    assert engine.spark.held == {"edge": 7, "path": 17, "far": 10}
+    assert engine.store.asserted("edge") == set()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_facts_from_files_run_in_spark_from_the_cli(tmp_path: Path, fmt: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     (tmp_path / "facts").mkdir()
-    pq.write_table(pa.table({"a": [1, 2, 3], "b": [2, 3, 4]}),
-                   tmp_path / "facts" / "edge.parquet")
+    if fmt == "parquet":
+        pq.write_table(pa.table({"a": [1, 2, 3], "b": [2, 3, 4]}),
+                       tmp_path / "facts" / "edge.parquet")
+    else:
+        (tmp_path / "facts" / "edge.csv").write_text("1,2\n2,3\n3,4\n")
     (tmp_path / "p.olg").write_text(PATH_PROGRAM)
     code, out, err = run_cli(["run", "p.olg", "-F", "facts", "--backend", "spark",
                               "--trace"], cwd=tmp_path)
