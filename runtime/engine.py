@@ -147,7 +147,7 @@ class Engine:
             from overlog.runtime.spark import THRESHOLD, SparkStrata
 
             self.spark = SparkStrata(plan, relations, spark_master, spark_conf,
-                                     self.user_functions.keys(), None if backend == "spark"
+                                     self.user_functions, None if backend == "spark"
                                      else THRESHOLD if spark_threshold is None
                                      else spark_threshold)
         self.store = self.backend.store

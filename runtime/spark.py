@@ -24,11 +24,12 @@ import itertools
 import logging
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
 from operator import itemgetter
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 Row = tuple
 _LONG = (-(2**63), 2**63 - 1)
+_UDF_NAMES = itertools.count(1)  # registered Python UDFs: unique in the process's session
 
 
 class SparkUnavailable(RuntimeError):
@@ -149,13 +151,20 @@ def _check_java() -> None:
                                "with --backend local")
 
 
+_RAISED = re.compile(r"[\w.]*(Error|Exception): ")
+
+
 def first_line(error: BaseException, limit: int = 160) -> str:
     """The first line of an error's message (Spark's run long), cut at ``limit``; for an
-    error py4j passes on from the JVM, the Java exception's message."""
+    error py4j passes on from the JVM, the Java exception's message; for one a Python UDF
+    raised, what it raised."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
         kind, colon, message = lines[1].lstrip(": ").partition(": ")
         lines = [message if colon and "." in kind and " " not in kind else lines[1]]
+    if lines and lines[0].startswith("An exception was thrown from the Python worker"):
+        raised = [line for line in lines if _RAISED.match(line)]  # the traceback's last
+        lines = raised[-1:] or lines
     return (lines[0] if lines else type(error).__name__)[:limit]
 
 
@@ -202,9 +211,10 @@ def _check_value(value: Any) -> None:
 
 
 def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
-                  user: Set[str] = frozenset()) -> str | None:
+                  user: Mapping[str, Callable] | None = None) -> str | None:
     """Why these rules can never run on Spark with the local meaning, whatever the data
     (None: they may). ``user``: the engine's user functions (they may shadow built-ins)."""
+    user = user or {}
     for rule in rules:
         aggregation = rule.aggregation
         if aggregation is not None and aggregation.zero:
@@ -220,7 +230,11 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
                     return f"`{relation}` has no fields"
             for expr in _exprs(plan):
                 for call in p.expr_calls(expr):
-                    if call.function not in SPARK_FUNCTIONS or call.function in user:
+                    if call.function in user:
+                        if return_type(user[call.function]) is None:
+                            return (f"{call.function}() has no return annotation Spark can "
+                                    "use (int, float, str or bool)")
+                    elif call.function not in SPARK_FUNCTIONS:
                         return f"{call.function}() has no Spark equivalent yet"
                 if _has_list(expr):
                     return "a list"
@@ -232,7 +246,24 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
 THRESHOLD = 10_000_000
 
 
-def stratum_reason(plan: p.ProgramPlan, index: int, user: Set[str] = frozenset()) -> str | None:
+def return_type(fn: Callable) -> str | None:
+    """The Spark type of a user function's results, from its return annotation: int,
+    float, str or bool, each maybe with None (``int | None``); None for any other."""
+    import types
+    import typing
+
+    try:
+        hint = typing.get_type_hints(fn).get("return")
+    except Exception:  # not a function, or an annotation that does not resolve
+        return None
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    kinds = set(typing.get_args(hint)) - {type(None)} if union else {hint}
+    found = {int: "bigint", float: "double", str: "string", bool: "boolean"}
+    return found.get(kinds.pop()) if len(kinds) == 1 else None
+
+
+def stratum_reason(plan: p.ProgramPlan, index: int,
+                   user: Mapping[str, Callable] | None = None) -> str | None:
     """Why a stratum's view rules never run on Spark (None: they may, or it has none)."""
     rules = [plan.rules[i] for i in plan.strata[index].rules]
     views = [r for r in rules if not r.head_event and r.aggregation is None]
@@ -346,7 +377,7 @@ def _raises(expr: p.Expr) -> bool:
         case p.Arith() | p.Negate():
             return True
         case p.Call(function=function, args=args):
-            return function != "f_concat" or any(_raises(a) for a in args)
+            return function not in ("f_concat", "f_tostr") or any(_raises(a) for a in args)
         case p.MakeList(items=args):
             return any(_raises(a) for a in args)
     return False
@@ -394,8 +425,10 @@ class Translator:
     rows (columns c0, c1, ...). Expressions are Spark SQL with Overlog's meaning, or
     Unsupported."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession,
+                 udf: Callable[[str], tuple[str, str] | None] = lambda name: None) -> None:
         self.spark = spark
+        self.udf = udf  # a function's registered Python UDF, and its Spark type (or None)
         self.counter = 0
 
     def fresh(self) -> str:
@@ -417,14 +450,21 @@ class Translator:
             case p.Arith(op=op, left=left, right=right):
                 return _arith(op, *self.expr(left, frame), *self.expr(right, frame))
             case p.Call(function=function, args=args):
-                return _call(function, [self.expr(arg, frame) for arg in args])
+                values = [self.expr(arg, frame) for arg in args]
+                found = self.udf(function)
+                if found is not None:  # a user function
+                    name, kind = found
+                    return f"{name}({', '.join(text for text, _ in values)})", kind
+                return _call(function, values, self.udf)
         raise Unsupported("a list expression")
 
     def condition(self, op: str, left: str, ta: str | None, right: str, tb: str | None) -> str:
         if ta is not None and tb is not None and ta != tb:
             raise Unsupported(f"comparing {ta} with {tb} values")
-        if op in ("==", "!="):
-            same = f"({left} <=> {right})"
+        if op in ("==", "!="):  # null-safe; a void column (nulls only) never matches <=>
+            same = ("TRUE" if ta is None and tb is None else f"({right} IS NULL)"
+                    if ta is None else f"({left} IS NULL)" if tb is None
+                    else f"({left} <=> {right})")
             return same if op == "==" else f"(NOT {same})"
         return f"coalesce({left} {op} {right}, raise_error('cannot compare null'))"
 
@@ -595,22 +635,21 @@ def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str
 
 
 # built-in functions Spark runs with the local meaning (for the argument types _call takes)
-SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_min", "f_max"})
+SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_tostr", "f_min", "f_max"})
+TOSTR = "<tostr>"  # the UDF writing a float as Overlog does
 
 
-def _call(function: str, args: list[tuple[str, str | None]]) -> tuple[str, str | None]:
+def _call(function: str, args: list[tuple[str, str | None]],
+          udf: Callable[[str], tuple[str, str] | None]) -> tuple[str, str | None]:
     """A built-in function call as Spark SQL (runtime/builtins.py has the local meaning)."""
-    kinds = [kind for _, kind in args]
     if function == "f_size":  # of a string: its length in code points
         ((text, kind),) = args
         if kind != "string":
             raise Unsupported(f"f_size() of {kind or 'null'} values")
         return (f"CAST(coalesce(char_length({text}), raise_error('f_size of null')) AS BIGINT)",
                 "bigint")
-    if function == "f_concat":  # values as Overlog writes them; null is "null"
-        if any(kind not in ("string", "bigint", "boolean", None) for kind in kinds):
-            raise Unsupported(f"f_concat() of {' and '.join(sorted(map(str, kinds)))} values")
-        parts = [f"coalesce(CAST({text} AS STRING), 'null')" for text, _ in args]
+    if function in ("f_concat", "f_tostr"):  # values as Overlog writes them; null: "null"
+        parts = [_text(text, kind, udf) for text, kind in args]
         return f"concat({', '.join(parts)})", "string"
     (a, ta), (b, tb) = args  # f_min, f_max: of two values of one type, neither null
     if ta is None or tb is None or ta != tb:
@@ -618,6 +657,16 @@ def _call(function: str, args: list[tuple[str, str | None]]) -> tuple[str, str |
     pick = "least" if function == "f_min" else "greatest"
     return (f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN raise_error('cannot compare null') "
             f"ELSE {pick}({a}, {b}) END)"), ta
+
+
+def _text(text: str, kind: str | None, udf: Callable[[str], tuple[str, str] | None]) -> str:
+    """A value as f_tostr writes it, in Spark SQL."""
+    if kind == "double":  # Python's shortest repr, as Overlog writes floats
+        found = udf(TOSTR)
+        if found is None:
+            raise Unsupported("writing a float")
+        return f"{found[0]}({text})"
+    return f"coalesce(CAST({text} AS STRING), 'null')"
 
 
 def _not_null(text: str) -> str:
@@ -686,19 +735,30 @@ def overlog_columns(frame: DataFrame, relation: str, arity: int) -> DataFrame:
 
 
 def _difference(rows: DataFrame, other: DataFrame) -> DataFrame:
-    """The distinct rows of ``rows`` not in ``other``. Spark's subtract keeps every row when a
-    column holds only nulls (typed void, its null-safe test never matches them); such a
-    column is equal everywhere, so the test leaves it out."""
+    """The distinct rows of ``rows`` not in ``other``."""
+    return _matched(rows, other, "left_anti")
+
+
+def _intersect(rows: DataFrame, other: DataFrame) -> DataFrame:
+    """The distinct rows of ``rows`` also in ``other``."""
+    return _matched(rows, other, "left_semi")
+
+
+def _matched(rows: DataFrame, other: DataFrame, how: str) -> DataFrame:
+    """The distinct rows of ``rows`` in ``other`` (left_semi) or not (left_anti). Spark's
+    subtract and intersect never match a column holding only nulls (typed void, its
+    null-safe test never holds); such a column is equal everywhere, so the test leaves it
+    out."""
     from pyspark.sql import functions as F
 
     void = [c for c, kind in rows.dtypes if _type(kind) is None]
     if not void:
-        return rows.subtract(other)
+        return rows.subtract(other) if how == "left_anti" else rows.intersect(other)
     keys = [c for c in rows.columns if c not in void]
     theirs = other.select(*(F.col(c).alias(f"other_{c}") for c in keys))
     test = (F.expr(" AND ".join(f"(`{c}` <=> `other_{c}`)" for c in keys)) if keys
             else F.lit(True))
-    return rows.join(theirs, test, "left_anti").distinct()
+    return rows.join(theirs, test, how).distinct()
 
 
 def _compact(frame: DataFrame, partitions: int) -> DataFrame:
@@ -772,13 +832,15 @@ class SparkStrata:
 
     def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
                  master: str = "local[2]", conf: Mapping[str, str] | None = None,
-                 user: Set[str] = frozenset(), threshold: int | None = None) -> None:
+                 user: Mapping[str, Callable] | None = None,
+                 threshold: int | None = None) -> None:
         self.plan = plan
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.events = {name for name, rel in relations.items() if rel.event}
         self.keys = {name: rel.keys for name, rel in relations.items() if rel.keyed}
         self.relations = relations
-        self.user = user  # the engine's user functions, as they are registered
+        self.user = {} if user is None else user  # the engine's, as they are registered
+        self._udfs: dict[str, tuple[str, str]] = {}  # function -> its UDF's name, type
         self.master = master
         self.conf = dict(conf or {})
         self.threshold = threshold
@@ -829,6 +891,7 @@ class SparkStrata:
     def functions_changed(self) -> None:
         """A user function was registered: what may run on Spark is worked out again."""
         self._never = self._holdable = None
+        self._udfs = {}
 
     def begin_step(self) -> None:
         self._arrived = set()
@@ -1296,23 +1359,35 @@ class SparkStrata:
         for head in sorted(holding):
             if not self._starts(spark, head, started, before, store, plus, minus):
                 holding.discard(head)
-        translate = Translator(spark)
+        translate = Translator(spark, self._udf)
         found: dict[str, list[DataFrame]] = {head: [] for head in heads}
         held_changes = {name: self._changed[name] for name in names if name in self._changed}
+        # from the resident tables, unless a negated relation changed or rows of a held
+        # relation went: semi-naive from the new rows when none went, else DRed
         incremental = before is not None and not any(
-            minus.get(name) for name in (*names, *heads)) and not any(
-            plus.get(name) or name in held_changes for name in negated) and all(
-            frame is not None for frame in held_changes.values())
+            plus.get(name) or minus.get(name) or name in held_changes
+            for name in negated) and all(frame is not None for frame in held_changes.values())
+        removed = rederived = None
+        if incremental and any(minus.get(name) for name in (*names, *heads)):
+            assert before is not None
+            removed = self._overdelete(spark, translate, rules, before, minus, store)
+            incremental = removed is not None
         if incremental:  # what is new derives from the step's new rows (semi-naive)
             assert before is not None
             self.incremental += 1
-            total = {head: _compact(_union([before.totals[head], frame_of(
-                spark, plus[head], self.arity[head])], head), self.PARTITIONS)
-                if plus.get(head) else before.totals[head] for head in heads}
-            every = {**frames, **total}
+            total = {head: before.totals[head] for head in heads}
             new = {name: frame_of(spark, plus[name], self.arity[name])
                    for name in (*names, *heads) if plus.get(name)}
             new.update(held_changes)  # type: ignore[arg-type]
+            if removed is not None:  # what is left, and the removed rows derived still
+                total = {head: _difference(*_unify([total[head], removed[head]], head))
+                         for head in heads}
+                rederived = self._rederive(translate, rules, removed, {**frames, **total})
+                for head, rows in rederived.items():
+                    new[head] = _union([new[head], rows], head) if head in new else rows
+            total = {head: _compact(_union([total[head], new[head]], head), self.PARTITIONS)
+                     if head in new else total[head] for head in heads}
+            every = {**frames, **total}
             for rule in rules:
                 for trigger in rule.triggers:
                     if not trigger.negated and trigger.relation in new:
@@ -1385,7 +1460,7 @@ class SparkStrata:
         changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
         held: dict[str, tuple[int, DataFrame | None, DataFrame | None]] = {}
         for head in holding:
-            if incremental:
+            if incremental and removed is None:
                 gained = _union(deltas[head], head) if deltas[head] else None
                 gains, lost = added[head], 0
             else:  # what the evaluation changes, from the rows before it
@@ -1401,8 +1476,16 @@ class SparkStrata:
             else:
                 held[head] = (count, None, None)
         if incremental:
-            changes.update((head, (rows, set())) for head, rows in derived.items()
-                           if head not in holding)
+            for head, rows in derived.items():
+                if head in holding:
+                    continue
+                if removed is None:
+                    changes[head] = (rows, set())
+                    continue
+                assert rederived is not None
+                back = rows_of(rederived[head]) if head in rederived else set()
+                gone = rows_of(removed[head]) - minus.get(head, set())  # the store has them
+                changes[head] = ((rows | back) - gone, gone - rows - back)
             return changes, resident, held
         for head, rows in derived.items():
             if head in holding:
@@ -1411,6 +1494,71 @@ class SparkStrata:
             stored = store.rows(head)
             changes[head] = (rows - stored, stored - rows)
         return changes, resident, held
+
+    def _overdelete(self, spark: SparkSession, translate: Translator,
+                    rules: list[p.RulePlan], before: _Resident, minus: Mapping[str, set[Row]],
+                    store: Any) -> dict[str, DataFrame] | None:
+        """DRed's first phase, on the resident tables as they were before the step: every
+        head row with a derivation through a removed row (the removed rows of the heads
+        among them; asserted rows stay). None when that passes a quarter of the heads'
+        rows (in a cycle it removes nearly everything: evaluating afresh is cheaper)."""
+        heads = sorted({rule.head for rule in rules})
+        prior = {**before.inputs, **before.totals}
+        removed = {head: frame_of(spark, minus.get(head, set()), self.arity[head])
+                   for head in heads}
+        delta = {name: frame_of(spark, rows, self.arity[name])
+                 for name, rows in minus.items() if rows and name in prior}
+        asserted = {head: frame_of(spark, store.asserted(head), self.arity[head])
+                    for head in heads if store.asserted(head)}
+        budget = max(1000, sum(self.held.get(head, len(store.rows(head))) for head in heads)
+                     // 4)
+        while delta:
+            found: dict[str, list[DataFrame]] = {head: [] for head in heads}
+            for rule in rules:
+                for trigger in rule.triggers:
+                    if trigger.delete is not None and trigger.relation in delta:
+                        found[rule.head].append(translate.run(
+                            trigger.delete, delta[trigger.relation], prior))
+            delta = {}
+            for head, outputs in found.items():
+                if not outputs:
+                    continue
+                typed = _unify([prior[head], removed[head], *outputs], head)
+                rows = _intersect(_union(typed[2:], head), typed[0])
+                rows = _difference(rows, typed[1])
+                if head in asserted:
+                    rows = _difference(rows, asserted[head])
+                rows = rows.localCheckpoint(eager=True)
+                count = rows.count()
+                if count:
+                    budget -= count
+                    delta[head] = rows
+                    removed[head] = _compact(_union([typed[1], rows], head), self.PARTITIONS)
+            if budget < 0:
+                return None
+        return removed
+
+    def _rederive(self, translate: Translator, rules: list[p.RulePlan],
+                  removed: Mapping[str, DataFrame], every: Mapping[str, DataFrame],
+                  ) -> dict[str, DataFrame]:
+        """DRed's second phase: the removed rows that a rule derives still, from what is
+        left (``every``)."""
+        from pyspark.sql import functions as F
+
+        found: dict[str, list[DataFrame]] = {}
+        for rule in rules:
+            plan = rule.rederive
+            if plan is None or removed[rule.head].isEmpty():
+                continue
+            seed = plan.driver
+            assert isinstance(seed, p.Seed)
+            seeds = removed[rule.head].select(
+                *(F.col(f"c{column}").alias(f"s{i}") for i, column in enumerate(seed.columns)))
+            rows = translate.run(plan, seeds.distinct(), every)
+            typed = _unify([removed[rule.head], rows], rule.head)
+            found.setdefault(rule.head, []).append(_intersect(typed[1], typed[0]))
+        return {head: _union(frames, head).distinct().localCheckpoint(eager=True)
+                for head, frames in found.items()}
 
     def _starts(self, spark: SparkSession, head: str, started: dict[str, DataFrame],
                 before: _Resident | None, store: Any, plus: Mapping[str, set[Row]],
@@ -1443,6 +1591,25 @@ class SparkStrata:
         group = rule.aggregation.group
         return {tuple(row[i] for i in group): row for row in rows}
 
+    def _udf(self, function: str) -> tuple[str, str] | None:
+        """The registered Python UDF (its SQL name and Spark type) of a user function, or
+        of ``TOSTR``; None for a built-in Spark SQL has. A user function runs on Spark's
+        workers: docs/spark.md says what that asks of it."""
+        from overlog.runtime import builtins, sparkudf
+
+        if function != TOSTR and function not in self.user:
+            return None
+        found = self._udfs.get(function)
+        if found is None:
+            fn, kind = ((builtins.tostr, "string") if function == TOSTR else
+                        (self.user[function], return_type(self.user[function])))
+            assert kind is not None  # see static_reason
+            name = f"overlog_udf{next(_UDF_NAMES)}"
+            session(self.master, self.conf).udf.register(
+                name, sparkudf.scalar(function, fn, kind), kind)
+            found = self._udfs[function] = (name, kind)
+        return found
+
     def _groups(self, spark: SparkSession, rule: p.RulePlan, store: Any) -> set[Row]:
         from pyspark.sql import functions as F
 
@@ -1451,7 +1618,7 @@ class SparkStrata:
         reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
         frames = {name: frame_of(spark, store.rows(name), self.arity[name])
                   for name in sorted(reads)}
-        translate = Translator(spark)
+        translate = Translator(spark, self._udf)
         driver = aggregation.groups.driver
         if isinstance(driver, p.Scan):  # a group column is an expression: the whole rule
             seeds = frames[driver.relation]

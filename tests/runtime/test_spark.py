@@ -271,7 +271,65 @@ def test_a_user_function_shadowing_a_built_in_runs_locally() -> None:
     here.run()
     there.run()
     assert there.rows("w") == here.rows("w") == [(42,)]
-    assert there.spark.local == {0: "f_size() has no Spark equivalent yet"}
+    assert there.spark.local == {
+        0: "f_size() has no return annotation Spark can use (int, float, str or bool)"}
+
+
+def _both(program: str, functions: dict) -> tuple[Engine, Engine, list]:
+    """Run ``program`` with ``functions`` on both backends; their errors, alike."""
+    here = Engine(program, functions=functions, backend="local")
+    there = Engine(program, functions=functions, backend="spark")
+    errors = [[(e.code, e.message) for r in engine.run() for e in r.errors]
+              for engine in (here, there)]
+    assert errors[1] == errors[0]
+    return here, there, errors[0]
+
+
+def test_user_functions_with_a_return_annotation_run_on_spark_as_python_udfs() -> None:
+    def f_scale(x: int) -> int:
+        return x * 3
+
+    def f_label(s: str, n: int) -> str | None:
+        return None if n > 2 else f"{s}{n}"
+
+    def f_half(x: int) -> float:
+        return x / 2
+
+    def f_odd(x: int) -> bool:
+        return x % 2 == 1
+
+    program = ('v(1, "a", 2.5, true). v(2, "b", 1e20, null). v(3, "", -0.5, false).\n'
+               "w(X, f_scale(X), f_label(S, X), f_half(X), f_odd(X)) :- v(X, S, _, _).\n"
+               "s(f_tostr(X), f_tostr(F), f_tostr(S), f_tostr(B), f_concat(S, F, B)) :- "
+               "v(X, S, F, B).\n")
+    here, there, _ = _both(program, {"f_scale": f_scale, "f_label": f_label, "f_half": f_half,
+                                     "f_odd": f_odd})
+    assert there.spark.local == {}
+    assert there.rows("w") == here.rows("w") == [
+        (1, 3, "a1", 0.5, True), (2, 6, "b2", 1.0, False), (3, 9, None, 1.5, True)]
+    assert there.rows("s") == here.rows("s") == [
+        ("1", "2.5", "a", "true", "a2.5true"), ("2", "1e+20", "b", "null", "b1e+20null"),
+        ("3", "-0.5", "", "false", "-0.5false")]
+
+
+def test_a_user_function_that_fails_or_breaks_its_annotation_on_spark_runs_locally() -> None:
+    def f_loose(x: int) -> float:  # an int for 1: the local backend keeps it an int
+        return x if x == 1 else x / 2
+
+    def f_boom(x: int) -> int:
+        if x == 2:
+            raise ValueError("no two")
+        return x
+
+    here, there, errors = _both("v(1). v(2).\nw(X, f_loose(X)) :- v(X).\n",
+                                {"f_loose": f_loose})
+    assert there.rows("w") == here.rows("w") == [(1, 1), (2, 1.0)]
+    assert errors == []
+    assert there.spark.local == {0: "Spark failed (PythonException: TypeError: f_loose() "
+                                    "gave 1: not a double Spark holds as it is)"}
+    here, there, errors = _both("v(1). v(2).\nb(f_boom(X)) :- v(X).\n", {"f_boom": f_boom})
+    assert there.rows("b") == here.rows("b") == [(1,)]  # v(2) quarantined
+    assert errors == [("E301", "ValueError: no two")]
 
 
 def test_an_aggregate_over_more_bindings_than_the_tuple_limit_runs() -> None:
@@ -340,9 +398,9 @@ def test_float_sums_and_averages_run_on_spark_with_the_local_meaning() -> None:
 
 
 def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
-    """Insertions are evaluated from the new rows against the stratum's resident tables; a
-    deletion, or a new row of a negated relation, evaluates afresh; a step rolled back
-    restores what stayed in Spark."""
+    """Insertions are evaluated from the new rows against the stratum's resident tables, and
+    so are deletions (DRed); a change of a negated relation evaluates afresh; a step rolled
+    back restores what stayed in Spark."""
     program = (TC + "far(X, Y) :- reach(X, Y), notin link(X, Y).\n"
                "bad(Z) :- boom(X), Z := 6 / X.\n")
     here, there = Engine(program, backend="local"), Engine(program, backend="spark")
@@ -351,7 +409,7 @@ def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
         [("insert", "link", (3, 4))],  # reach: incremental; far: afresh (link is negated)
         [("insert", "link", (4, 1)), ("insert", "boom", (0,))],  # boom fails, link stays
         [("insert", "link", (4, 5))],
-        [("delete", "link", (2, 3))],  # afresh
+        [("delete", "link", (2, 3))],  # reach: DRed; far: afresh
         [("insert", "link", (2, 3))],
     ]
     counts, errors = [], []
@@ -364,7 +422,7 @@ def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
             assert there.rows(name) == here.rows(name), name
         counts.append(there.spark.incremental)
     # step 3 runs twice (the second time without boom), from the same resident tables
-    assert counts == [0, 1, 3, 4, 4, 5]
+    assert counts == [0, 1, 3, 4, 5, 6]
     assert errors[4] == errors[5] == [("E302", (("insert", "boom", (0,)),))]
     assert there.rows("reach") == [(x, y) for x in (1, 2, 3, 4) for y in (1, 2, 3, 4, 5)]
     assert there.spark.local == {}
