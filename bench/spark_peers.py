@@ -1,6 +1,6 @@
 """Our Spark backend beside its peers, on the same seeded inputs, in one process:
 
-    python bench/spark_peers.py CASE [CASE ...] [--only spark,hand,local,duckdb]
+    python bench/spark_peers.py CASE [CASE ...] [--only spark,hand,local,auto,duckdb]
         [--timeout SECONDS] [--warmup CASES|none] [--spark-conf KEY=VALUE ...]
 
 CASE is `tc-chain:N` (closure of a chain of N nodes), `tc-random:NODES:ARCS` (closure of a
@@ -16,6 +16,9 @@ The systems:
           locally checkpointed each round; the input read from Parquet (load), the result
           counted (eval);
 - local:  Engine(program, backend="local"), rows inserted as for spark;
+- auto:   Engine(program) (backend "auto", the default threshold), rows inserted as for
+          spark: local until the stratum's tables reach the threshold, Spark from there
+          (its moves are printed);
 - duckdb: WITH RECURSIVE (the queries of bench/peers.py) over a table read from Parquet.
 
 The inputs are written to Parquet in a temporary folder first; the Spark session is started
@@ -48,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import workloads
 
-SYSTEMS = ("spark", "hand", "local", "duckdb")
+SYSTEMS = ("spark", "hand", "local", "auto", "duckdb")
 PARTITIONS = 4  # as SparkStrata.PARTITIONS; the session has spark.sql.shuffle.partitions=4
 
 
@@ -224,8 +227,8 @@ def run_engine(case: Case, backend: str, spark, conf: dict[str, str],
     from overlog import Engine
 
     start = time.perf_counter()
-    engine = (Engine(case.program, backend=backend, spark_conf=conf) if backend == "spark"
-              else Engine(case.program, backend=backend))
+    engine = (Engine(case.program, backend=backend, spark_conf=conf)
+              if backend in ("spark", "auto") else Engine(case.program, backend=backend))
     for row in case.rows:
         engine.insert(case.relation, row)
     load = time.perf_counter() - start
@@ -233,7 +236,12 @@ def run_engine(case: Case, backend: str, spark, conf: dict[str, str],
         start = time.perf_counter()
         engine.run()
         seconds = time.perf_counter() - start
-        return Result(backend, load, seconds, len(engine.store.rows(case.result)))
+        held = engine.spark.held.get(case.result) if backend == "auto" else None
+        notes = {"moves (what, rows, to Spark)": engine.spark.transitions} \
+            if backend == "auto" else {}
+        return Result(backend, load, seconds,
+                      len(engine.store.rows(case.result)) if held is None else held,
+                      notes=notes)
     first = _last_job(spark)
     with Breakdown() as breakdown, Watchdog(spark, timeout) as watchdog:
         start = time.perf_counter()
@@ -381,7 +389,7 @@ def measure(case: Case, systems: list[str], folder: Path, spark, conf: dict[str,
         if jvm is not None:
             _reset_peak(jvm)
         collected = _gc_seconds(spark)
-        if system in ("spark", "local"):
+        if system in ("spark", "local", "auto"):
             result = run_engine(case, system, spark, conf, timeout)
         elif system == "hand":
             result = run_hand(case, path, spark, timeout)

@@ -149,7 +149,7 @@ class Engine:
             self.spark = SparkStrata(plan, relations, spark_master, spark_conf,
                                      self.user_functions, None if backend == "spark"
                                      else THRESHOLD if spark_threshold is None
-                                     else spark_threshold)
+                                     else spark_threshold, now=self._functions["f_now"])
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()

@@ -377,7 +377,8 @@ def _raises(expr: p.Expr) -> bool:
         case p.Arith() | p.Negate():
             return True
         case p.Call(function=function, args=args):
-            return function not in ("f_concat", "f_tostr") or any(_raises(a) for a in args)
+            return (function not in ("f_concat", "f_tostr", "f_now")
+                    or any(_raises(a) for a in args))
         case p.MakeList(items=args):
             return any(_raises(a) for a in args)
     return False
@@ -426,9 +427,11 @@ class Translator:
     Unsupported."""
 
     def __init__(self, spark: SparkSession,
-                 udf: Callable[[str], tuple[str, str] | None] = lambda name: None) -> None:
+                 udf: Callable[[str], tuple[str, str] | None] = lambda name: None,
+                 now: Callable[[], Any] | None = None) -> None:
         self.spark = spark
         self.udf = udf  # a function's registered Python UDF, and its Spark type (or None)
+        self.now = now  # f_now: the step's time (a constant in a step)
         self.counter = 0
 
     def fresh(self) -> str:
@@ -455,6 +458,10 @@ class Translator:
                 if found is not None:  # a user function
                     name, kind = found
                     return f"{name}({', '.join(text for text, _ in values)})", kind
+                if function == "f_now":
+                    if self.now is None:
+                        raise Unsupported("f_now() without the engine's clock")
+                    return _literal(self.now())
                 return _call(function, values, self.udf)
         raise Unsupported("a list expression")
 
@@ -635,7 +642,7 @@ def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str
 
 
 # built-in functions Spark runs with the local meaning (for the argument types _call takes)
-SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_tostr", "f_min", "f_max"})
+SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_tostr", "f_min", "f_max", "f_now"})
 TOSTR = "<tostr>"  # the UDF writing a float as Overlog does
 
 
@@ -833,7 +840,7 @@ class SparkStrata:
     def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
                  master: str = "local[2]", conf: Mapping[str, str] | None = None,
                  user: Mapping[str, Callable] | None = None,
-                 threshold: int | None = None) -> None:
+                 threshold: int | None = None, now: Callable[[], Any] | None = None) -> None:
         self.plan = plan
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.events = {name for name, rel in relations.items() if rel.event}
@@ -841,6 +848,7 @@ class SparkStrata:
         self.relations = relations
         self.user = {} if user is None else user  # the engine's, as they are registered
         self._udfs: dict[str, tuple[str, str]] = {}  # function -> its UDF's name, type
+        self.now = now  # the engine's f_now
         self.master = master
         self.conf = dict(conf or {})
         self.threshold = threshold
@@ -1359,7 +1367,7 @@ class SparkStrata:
         for head in sorted(holding):
             if not self._starts(spark, head, started, before, store, plus, minus):
                 holding.discard(head)
-        translate = Translator(spark, self._udf)
+        translate = Translator(spark, self._udf, self.now)
         found: dict[str, list[DataFrame]] = {head: [] for head in heads}
         held_changes = {name: self._changed[name] for name in names if name in self._changed}
         # from the resident tables, unless a negated relation changed or rows of a held
@@ -1618,7 +1626,7 @@ class SparkStrata:
         reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
         frames = {name: frame_of(spark, store.rows(name), self.arity[name])
                   for name in sorted(reads)}
-        translate = Translator(spark, self._udf)
+        translate = Translator(spark, self._udf, self.now)
         driver = aggregation.groups.driver
         if isinstance(driver, p.Scan):  # a group column is an expression: the whole rule
             seeds = frames[driver.relation]

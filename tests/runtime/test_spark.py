@@ -285,7 +285,8 @@ def _both(program: str, functions: dict) -> tuple[Engine, Engine, list]:
     return here, there, errors[0]
 
 
-def test_user_functions_with_a_return_annotation_run_on_spark_as_python_udfs() -> None:
+def test_user_functions_f_tostr_and_f_now_run_on_spark() -> None:
+    """User functions with a return annotation, as Python UDFs; f_tostr of a float too."""
     def f_scale(x: int) -> int:
         return x * 3
 
@@ -301,7 +302,7 @@ def test_user_functions_with_a_return_annotation_run_on_spark_as_python_udfs() -
     program = ('v(1, "a", 2.5, true). v(2, "b", 1e20, null). v(3, "", -0.5, false).\n'
                "w(X, f_scale(X), f_label(S, X), f_half(X), f_odd(X)) :- v(X, S, _, _).\n"
                "s(f_tostr(X), f_tostr(F), f_tostr(S), f_tostr(B), f_concat(S, F, B)) :- "
-               "v(X, S, F, B).\n")
+               "v(X, S, F, B).\nt(X, f_now()) :- v(X, _, _, _), X < 3.\n")
     here, there, _ = _both(program, {"f_scale": f_scale, "f_label": f_label, "f_half": f_half,
                                      "f_odd": f_odd})
     assert there.spark.local == {}
@@ -310,6 +311,7 @@ def test_user_functions_with_a_return_annotation_run_on_spark_as_python_udfs() -
     assert there.rows("s") == here.rows("s") == [
         ("1", "2.5", "a", "true", "a2.5true"), ("2", "1e+20", "b", "null", "b1e+20null"),
         ("3", "-0.5", "", "false", "-0.5false")]
+    assert there.rows("t") == here.rows("t") == [(1, 0.0), (2, 0.0)]  # the sim clock's
 
 
 def test_a_user_function_that_fails_or_breaks_its_annotation_on_spark_runs_locally() -> None:
