@@ -18,7 +18,7 @@ The systems:
 - local:  Engine(program, backend="local"), rows inserted as for spark;
 - auto:   Engine(program) (backend "auto", the default threshold), rows inserted as for
           spark: local until the stratum's tables reach the threshold, Spark from there
-          (its moves are printed);
+          (its moves are printed; --timeout does not stop it);
 - duckdb: WITH RECURSIVE (the queries of bench/peers.py) over a table read from Parquet.
 
 The inputs are written to Parquet in a temporary folder first; the Spark session is started
@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -78,7 +79,7 @@ class Result:
     jvm_gc: float | None = None  # seconds of JVM garbage collection while the system ran
     timed_out: bool = False  # eval is then the time given, tuples what was found by then
     progress: str = ""  # how far a run that timed out got
-    notes: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)  # seconds, counts, auto's moves
 
 
 def parse_case(text: str) -> Case:

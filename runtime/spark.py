@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
 from overlog.runtime.backend import FrameInput, InputFailure
-from overlog.runtime.seminaive import Held
+from overlog.runtime.seminaive import Fixpoint, Held
 from overlog.values import Bool, IntFloat, internal_row
 
 if TYPE_CHECKING:
@@ -758,6 +758,7 @@ def _matched(rows: DataFrame, other: DataFrame, how: str) -> DataFrame:
     out."""
     from pyspark.sql import functions as F
 
+    rows, other = _unify([rows, other], "a relation")  # void now: on both sides
     void = [c for c, kind in rows.dtypes if _type(kind) is None]
     if not void:
         return rows.subtract(other) if how == "left_anti" else rows.intersect(other)
@@ -994,7 +995,7 @@ class SparkStrata:
             except (OSError, pa.ArrowException) as error:
                 raise parquetio.ParquetError(f"{path}: {error}") from None
         else:
-            count = sparkcsv.lines(path)  # about its rows (OSError: the Python reader's)
+            count = sparkcsv.lines(path, header)  # about its rows
             if count is None:
                 return None
         if self.threshold is not None:  # auto: from the threshold on, if Spark starts
@@ -1005,7 +1006,13 @@ class SparkStrata:
                 return None
         spark = session(self.master, self.conf)
         if not parquet:
-            found = sparkcsv.read(spark, os.path.abspath(path), self.arity[relation], header)
+            try:
+                found = sparkcsv.read(spark, os.path.abspath(path), self.arity[relation],
+                                      header)
+            except Exception as error:  # Spark failed on it: the Python reader says why
+                if type(error).__module__.startswith(("pyspark", "py4j")):
+                    return None
+                raise
             return None if found is None else FrameInput(*found)
         try:
             return self.frame_input(relation, spark.read.parquet(os.path.abspath(path)), count)
@@ -1388,8 +1395,7 @@ class SparkStrata:
                    for name in (*names, *heads) if plus.get(name)}
             new.update(held_changes)  # type: ignore[arg-type]
             if removed is not None:  # what is left, and the removed rows derived still
-                total = {head: _difference(*_unify([total[head], removed[head]], head))
-                         for head in heads}
+                total = {head: _difference(total[head], removed[head]) for head in heads}
                 rederived = self._rederive(translate, rules, removed, {**frames, **total})
                 for head, rows in rederived.items():
                     new[head] = _union([new[head], rows], head) if head in new else rows
@@ -1518,13 +1524,15 @@ class SparkStrata:
                  for name, rows in minus.items() if rows and name in prior}
         asserted = {head: frame_of(spark, store.asserted(head), self.arity[head])
                     for head in heads if store.asserted(head)}
-        budget = max(1000, sum(self.held.get(head, len(store.rows(head))) for head in heads)
-                     // 4)
+        budget = max(Fixpoint.RECOMPUTE_MIN, sum(  # as the local backend counts
+            self.held.get(head, len(store.rows(head)) - len(store.asserted(head)))
+            for head in heads) // 4)
         while delta:
             found: dict[str, list[DataFrame]] = {head: [] for head in heads}
             for rule in rules:
                 for trigger in rule.triggers:
-                    if trigger.delete is not None and trigger.relation in delta:
+                    if (trigger.delete is not None and not trigger.negated
+                            and trigger.relation in delta):
                         found[rule.head].append(translate.run(
                             trigger.delete, delta[trigger.relation], prior))
             delta = {}

@@ -12,6 +12,7 @@ file that is not UTF-8.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,33 +22,66 @@ _CHUNK = 1 << 20
 
 # a cell: quoted (`""` for a quote inside), or bare (not starting with a quote; empty too)
 _CELL = '(?:"[^"]*+(?:""[^"]*+)*+"|[^,"][^,]*+|)'
-_LINE = f"^{_CELL}(?:,{_CELL})*+$"
-_INT = "^[+-]?[0-9]+$"
-_FLOAT = "^[+-]?([0-9]+[.][0-9]*|[.][0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$"
+# \z: Java's $ also matches before a last U+0085, U+2028 or U+2029, which Python's \Z does not
+_LINE = f"^{_CELL}(?:,{_CELL})*+\\z"
+_INT = "^[+-]?[0-9]+\\z"
+_FLOAT = "^[+-]?([0-9]+[.][0-9]*|[.][0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\\z"
+# a line of nothing but spaces and control characters: Spark's CSV source skips it, Python
+# reads it as a record
+_WHITE_LINE = re.compile(rb"(?:^|[\r\n])[\x01-\x09\x0b\x0c\x0e-\x20]+(?=[\r\n])")
+_GLOB = re.compile(r"[{}\[\]*?\\]")  # Spark takes these in a path as a pattern
 _TYPE = {"i": "bigint", "f": "double", "s": "string", "b": "boolean"}
 
 
-def lines(path: str) -> int | None:
-    """The number of lines of a CSV file Spark may read as it is, without holding it in
-    memory; None for one it may not (a byte-order mark, a NUL byte, not UTF-8, not
-    readable): the Python reader takes those, and reports what is wrong."""
+def lines(path: str, header: bool = False) -> int | None:
+    """About the number of lines of a CSV file Spark may read as the Python reader does,
+    found without holding it in memory; None for one it may not: a byte-order mark, a NUL
+    byte, bytes that are not UTF-8, a line of only spaces or control characters, a header
+    that is not one plain record on the first line, a path Spark would take as a pattern,
+    a file that cannot be read. The Python reader takes those, and reports what is wrong."""
+    if _GLOB.search(path):
+        return None
     decoder = codecs.getincrementaldecoder("utf-8")()
-    count, last = 0, b"\n"
+    count, tail = 0, b"\n"  # the last line so far, from its line break
     try:
         with open(path, "rb") as file:
-            if file.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+            first = file.read(_CHUNK)
+            if first.startswith(codecs.BOM_UTF8) or (header and not _plain_header(first)):
                 return None
-            file.seek(0)
-            while chunk := file.read(_CHUNK):
+            chunk = first
+            while chunk:
                 if b"\x00" in chunk:
                     return None
                 decoder.decode(chunk)
-                count += chunk.count(b"\n")
-                last = chunk[-1:]
+                count += max(chunk.count(b"\n"), chunk.count(b"\r"))
+                text = tail + chunk
+                cut = max(text.rfind(b"\n"), text.rfind(b"\r"))
+                if _WHITE_LINE.search(text, 0, cut + 1):
+                    return None
+                tail = text[cut:]
+                chunk = file.read(_CHUNK)
         decoder.decode(b"", final=True)
     except (OSError, UnicodeDecodeError):
         return None
-    return count + (last != b"\n")  # the last line may have no line break
+    if _WHITE_LINE.search(tail + b"\n"):
+        return None
+    return count + (tail not in (b"\n", b"\r"))  # the last line may have no line break
+
+
+def _plain_header(start: bytes) -> bool:
+    """Whether a file's first line is one record on its own, which Spark's CSV source
+    drops as the header, as the Python reader drops its first record."""
+    from overlog import csvio
+
+    end = min((i for i in (start.find(b"\n"), start.find(b"\r")) if i >= 0), default=-1)
+    if end <= 0:  # a blank first line, or none in the first chunk
+        return False
+    try:
+        line = start[:end].decode("utf-8")
+        records = list(csvio.parse_records(line))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return len(records) == 1 and line.count('"') % 2 == 0
 
 
 def read(spark: SparkSession, path: str, arity: int, header: bool,
@@ -84,8 +118,8 @@ def _tag(cell: Column) -> Column:
     from pyspark.sql import functions as F
 
     return (F.when(cell.startswith('"'), "s")
-            .when(cell.rlike(_INT), F.when(cell.try_cast("bigint").isNull(), "L")
-                  .otherwise("i"))
+            .when(cell.rlike(_INT), F.when(cell.try_cast("bigint").isNull()
+                                           | (F.length(cell) > 20), "L").otherwise("i"))
             .when(cell.rlike(_FLOAT), F.when((cell.try_cast("double") == 0)
                                              & cell.startswith("-"), "z").otherwise("f"))
             .when(cell.isin("true", "false"), "b")
@@ -102,7 +136,7 @@ def _value(cell: Column, kind: str | None) -> Column:
     if kind is None:
         return F.lit(None)
     if kind == "string":
-        unquoted = F.regexp_replace(F.regexp_extract(cell, '^"(.*)"$', 1), '""', '"')
+        unquoted = F.regexp_replace(F.regexp_extract(cell, '(?s)^"(.*)"\\z', 1), '""', '"')
         return (F.when(cell.startswith('"'), unquoted).when(cell == "null", F.lit(None))
                 .otherwise(cell))
     value = (F.when(cell == "true", True).otherwise(False) if kind == "boolean" else

@@ -1,5 +1,6 @@
 """Python functions that Spark's workers run for the Spark backend (runtime/spark.py): the
-aggregates whose meaning plain Spark SQL does not have. Workers import this module, so
+aggregates whose meaning plain Spark SQL does not have (pandas UDFs), and the wrapper of a
+user function or built-in run as a Python UDF (``scalar``). Workers import this module, so
 overlog must be installed where they run (as for any PySpark UDF; docs/spark.md).
 
 Kept apart from runtime/spark.py, and without postponed annotations, because pandas UDFs

@@ -395,6 +395,12 @@ def test_csv_booleans_and_nulls_only_are_read_by_spark(tmp_path: Path) -> None:
     assert here.rows("row") == [(False, None), (True, None)]
 
 
+def test_csv_cells_ending_in_unicode_line_separators_stay_strings(tmp_path: Path) -> None:
+    here, there = _load_both(tmp_path, 'h\n1,5.5\u2028\n2,"a\u2028b"\n', arity=2)
+    assert there.spark.held == {"row": 2, "kept": 2}
+    assert here.rows("row") == [(1, "5.5\u2028"), (2, "a\u2028b")]
+
+
 @pytest.mark.parametrize("text", [
     "h\n1,a\nx,2\n",  # a column of ints and strings
     "h\n1,2.0\n2,3\n",  # of floats and ints
@@ -403,6 +409,8 @@ def test_csv_booleans_and_nulls_only_are_read_by_spark(tmp_path: Path) -> None:
     "h\n1,-0.0\n",  # -0.0
     'h\n1,"two\nlines"\n',  # a quoted cell spanning lines
     "\ufeffh\n1,2\n",  # a byte-order mark
+    'h,"x\ny"\n1,2\n',  # a header spanning lines
+    "h\n1,0000000000000000000000001\n",  # an int of more digits than Spark reads
 ])
 def test_csv_files_spark_would_read_otherwise_go_through_python(
         tmp_path: Path, text: str) -> None:
@@ -414,6 +422,8 @@ def test_csv_files_spark_would_read_otherwise_go_through_python(
     (b"h\n1,2\n3\n", "row.csv:3: expected 2 fields, got 1"),
     (b'h\n1,"2"x\n', "row.csv:2: text after a closing quote or bracket"),
     (b"h\n1,\xff\n", "cannot read row.csv: not UTF-8 text (byte 0xff at line 2, column 3)"),
+    (b'h\n1,"a"\xe2\x80\xa8\n', "row.csv:2: text after a closing quote or bracket"),
+    (b"h\n1,2\n \t\n", "row.csv:3: expected 2 fields, got 1"),
 ])
 def test_a_bad_csv_file_is_reported_by_the_python_reader(
         tmp_path: Path, text: bytes, error: str) -> None:
