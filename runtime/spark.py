@@ -758,9 +758,11 @@ def _matched(rows: DataFrame, other: DataFrame, how: str) -> DataFrame:
     out."""
     from pyspark.sql import functions as F
 
-    rows, other = _unify([rows, other], "a relation")  # void now: on both sides
     void = [c for c, kind in rows.dtypes if _type(kind) is None]
-    if not void:
+    if void:  # a column void here and typed in ``other`` takes its type
+        rows, other = _unify([rows, other], "a relation")
+        void = [c for c, kind in rows.dtypes if _type(kind) is None]
+    if not void:  # Spark gives a void column of ``other`` this side's type
         return rows.subtract(other) if how == "left_anti" else rows.intersect(other)
     keys = [c for c in rows.columns if c not in void]
     theirs = other.select(*(F.col(c).alias(f"other_{c}") for c in keys))
