@@ -1564,9 +1564,10 @@ class SparkStrata:
         from pyspark.sql import functions as F
 
         found: dict[str, list[DataFrame]] = {}
+        some = {head for head, frame in removed.items() if not frame.isEmpty()}
         for rule in rules:
             plan = rule.rederive
-            if plan is None or removed[rule.head].isEmpty():
+            if plan is None or rule.head not in some:
                 continue
             seed = plan.driver
             assert isinstance(seed, p.Seed)

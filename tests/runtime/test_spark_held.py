@@ -335,24 +335,6 @@ def test_nan_in_a_dataframe_is_refused() -> None:
     assert str(caught.value) == "`edge`: NaN, in a float column, is no Overlog value"
 
 
-def test_auto_holds_an_input_from_the_threshold_on(tmp_path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"a": [1, 3], "b": [2, 4]}), tmp_path / "small.parquet")
-    pq.write_table(pa.table({"a": [10, 11, 12, 13, 14], "b": [11, 12, 13, 14, 15]}),
-                   tmp_path / "big.parquet")
-    engine = Engine(PATH_PROGRAM, spark_threshold=5)
-    assert engine.load("edge", str(tmp_path / "small.parquet")) == 2  # through Python
-    engine.run()
-    assert (engine.spark.held, engine.store.asserted("edge")) == ({}, {(1, 2), (3, 4)})
-    assert engine.load("edge", str(tmp_path / "big.parquet")) == 5  # stays in Spark
-    engine.run()
-    assert engine.spark.held == {"edge": 7, "path": 17, "far": 10}
-    assert engine.store.asserted("edge") == set()
-    assert engine.rows("path")[:3] == [(1, 2), (3, 4), (10, 11)]
-
-
 KEPT = "kept(A, B, C) :- row(A, B, C).\n"
 CSV_CELLS = ('h1,h2,h3\na,1,2.5\n  b ,2,1e3\n\n"x,y",3,infinity\nc,-4,-infinity\r\n'
              '"q""uo",007,.5\nab"c,null,null\n"",+5,5.\n,6,1e-400\n')
@@ -434,17 +416,28 @@ def test_a_bad_csv_file_is_reported_by_the_python_reader(
     assert str(caught.value).replace(str(tmp_path) + "/", "") == error
 
 
-def test_auto_reads_a_csv_file_by_spark_from_the_threshold_on(tmp_path: Path) -> None:
-    (tmp_path / "small.csv").write_text("1,2\n3,4\n")
-    (tmp_path / "big.csv").write_text("10,11\n11,12\n12,13\n13,14\n14,15")  # no last break
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_auto_reads_a_file_by_spark_from_the_threshold_on(tmp_path: Path, fmt: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    small, big = [(1, 2), (3, 4)], [(i, i + 1) for i in range(10, 15)]
+    for name, rows in (("small", small), ("big", big)):
+        if fmt == "csv":  # the big one without a last line break
+            text = "\n".join(f"{a},{b}" for a, b in rows)
+            (tmp_path / f"{name}.csv").write_text(text + ("\n" if name == "small" else ""))
+        else:
+            pq.write_table(pa.table({"a": [a for a, _ in rows], "b": [b for _, b in rows]}),
+                           tmp_path / f"{name}.{fmt}")
     engine = Engine(PATH_PROGRAM, spark_threshold=5)
-    assert engine.load("edge", str(tmp_path / "small.csv")) == 2  # through Python
+    assert engine.load("edge", str(tmp_path / f"small.{fmt}")) == 2  # through Python
     engine.run()
     assert (engine.spark.held, engine.store.asserted("edge")) == ({}, {(1, 2), (3, 4)})
-    assert engine.load("edge", str(tmp_path / "big.csv")) == 5  # stays in Spark
+    assert engine.load("edge", str(tmp_path / f"big.{fmt}")) == 5  # stays in Spark
     engine.run()
     assert engine.spark.held == {"edge": 7, "path": 17, "far": 10}
     assert engine.store.asserted("edge") == set()
+    assert engine.rows("path")[:3] == [(1, 2), (3, 4), (10, 11)]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
