@@ -50,7 +50,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      help="where strata run: auto moves a stratum to Spark once its tables "
                      "hold --spark-threshold rows; spark runs every stratum it can there")
     run.add_argument("--spark-threshold", type=int, metavar="ROWS",
-                     help=f"with --backend auto (default {SPARK_THRESHOLD:,})")
+                     help="with --backend auto (default: a quarter of this machine's "
+                     f"memory as rows, here {SPARK_THRESHOLD:,})")
     run.add_argument("--spark-master", metavar="URL",
                      help="the Spark master (default local[2]; spark://HOST:PORT; "
                      "sc://HOST:PORT for Spark Connect)")
