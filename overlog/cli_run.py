@@ -33,11 +33,27 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("program", metavar="PROGRAM.olg")
     run.add_argument("--steps", type=int, metavar="N", help="stop after N steps")
     run.add_argument("--until", type=float, metavar="SECONDS", help="clock limit")
-    run.add_argument("--clock", choices=["sim", "real"], default="sim")
+    run.add_argument("--clock", choices=["sim", "real"],
+                     help="sim (virtual time; the default) or real (the default with --listen)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--address", default="localhost", help="this node's address")
-    run.add_argument("--listen", metavar="HOST:PORT")
-    run.add_argument("--transport", choices=["udp", "tcp"])
+    run.add_argument("--nodes", metavar="A,B,C",
+                     help="run these nodes in one process, on the simulated network")
+    run.add_argument("--node", action="append", default=[], metavar="NAME=PROGRAM.olg",
+                     help="with --nodes: node NAME runs its own program (repeatable)")
+    run.add_argument("--latency", type=float, metavar="MS",
+                     help="with --nodes: each packet's delay (default 0)")
+    run.add_argument("--loss", type=float, metavar="P",
+                     help="with --nodes: the probability that a packet is lost (default 0)")
+    run.add_argument("--listen", metavar="HOST:PORT",
+                     help="run as a real node, receiving on this endpoint")
+    run.add_argument("--transport", choices=["udp", "tcp"], help="with --listen")
+    run.add_argument("--peer", action="append", default=[], metavar="NAME=HOST:PORT",
+                     help="with --listen: where address NAME is (repeatable)")
+    run.add_argument("--peers", metavar="FILE",
+                     help="with --listen: lines of NAME HOST:PORT")
+    run.add_argument("--secret-file", metavar="FILE",
+                     help="authenticate packets with this shared secret (HMAC-SHA256)")
     run.add_argument("-F", "--facts", metavar="DIR", help="load TABLE.csv files")
     run.add_argument("--header", action="store_true", help="CSV facts have a header line")
     run.add_argument("-D", "--output", metavar="DIR", help="write final tables as CSV")
@@ -96,33 +112,45 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-class _Printer:
-    def __init__(self, fmt: str, out: TextIO) -> None:
+class Printer:
+    """Watched changes and final tables in one of the output formats; with ``node`` (a run
+    of several nodes), each line says which node it is from: a ``"node"`` field first in
+    jsonl, a first column in csv, a prefix in text."""
+
+    def __init__(self, fmt: str, out: TextIO, node: str | None = None) -> None:
         self.fmt = fmt
         self.out = out
+        self.node = node
+        self.fields = {} if node is None else {"node": node}
+        self.cells = () if node is None else (node,)
+        self.prefix = "" if node is None else f"{node}: "
 
     def change(self, step: int, when: float, table: str, op: str, row: tuple,
                event: bool) -> None:
         if self.fmt == "jsonl":
-            record = {"step": step, "time": when, "table": table, "op": op,
+            record = {**self.fields, "step": step, "time": when, "table": table, "op": op,
                       "row": _json_value(row)}
             self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         elif self.fmt == "csv":
-            self.out.write(format_row((step, when, table, op, *row)) + "\n")
+            self.out.write(format_row((*self.cells, step, when, table, op, *row)) + "\n")
         else:
             sign = {"event": " ", "insert": "+", "delete": "-"}[op]
-            self.out.write(f"[step {step} @{when:g}] {sign}{format_tuple(table, row, event)}\n")
+            where = "" if self.node is None else f"{self.node} "
+            self.out.write(f"[{where}step {step} @{when:g}] "
+                           f"{sign}{format_tuple(table, row, event)}\n")
 
     def final(self, table: str, rows: list[tuple]) -> None:
         if self.fmt == "jsonl":
             for row in rows:
-                self.out.write(json.dumps({"table": table, "row": _json_value(row)},
+                self.out.write(json.dumps({**self.fields, "table": table,
+                                           "row": _json_value(row)},
                                           ensure_ascii=False) + "\n")
         elif self.fmt == "csv":
             for row in rows:
-                self.out.write(format_row((table, *row)) + "\n")
+                self.out.write(format_row((*self.cells, table, *row)) + "\n")
         else:
-            self.out.write(f"{table} ({len(rows)} row{'' if len(rows) == 1 else 's'})\n")
+            self.out.write(f"{self.prefix}{table} ({len(rows)} "
+                           f"row{'' if len(rows) == 1 else 's'})\n")
             cells = [[format_value(v) for v in row] for row in rows]
             widths = [max((len(c[i]) for c in cells), default=0) for i in
                       range(len(cells[0]) if cells else 0)]
@@ -133,99 +161,77 @@ class _Printer:
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if (args.spark_master or args.spark_conf) and args.backend == "local":
-        raise UsageError("--spark-master and --spark-conf go with --backend spark or auto")
-    if args.spark_threshold is not None:
-        if args.backend != "auto":
-            raise UsageError("--spark-threshold goes with --backend auto")
-        if args.spark_threshold < 0:
-            raise UsageError("--spark-threshold takes a number of rows >= 0")
-    spark_conf = dict(_setting(text) for text in args.spark_conf)
+    spark_conf = check_arguments(args)
+    if args.nodes is not None or args.node:
+        from overlog.cli_sim import run_nodes
+
+        return run_nodes(args, out, err, spark_conf)
+    if args.latency is not None or args.loss is not None:
+        raise UsageError("--latency and --loss shape the network of --nodes")
+    net = None
     if args.listen or args.transport:
-        raise UsageError("real network transports are not available yet")
-    if args.output_format == "parquet" and args.output:
-        try:
-            parquetio.require()
-        except parquetio.ParquetError as error:
-            raise UsageError(str(error)) from None
-    if args.steps is not None and args.steps < 0:
-        raise UsageError("--steps must be >= 0")
-    if args.until is not None and math.isnan(args.until):
-        raise UsageError("--until takes a number of seconds, not nan")
-    if args.output:
-        _check_output(args.output)
-    if args.max_tuples < 1 or args.max_rounds < 1:
-        raise UsageError("--max-tuples and --max-rounds take a positive number")
-    if args.step_timeout is not None and not args.step_timeout > 0:
-        raise UsageError("--step-timeout takes a positive number of seconds")
-    defines = dict(parse_define(d) for d in args.define)
-    try:
-        source = read_text(args.program)
-    except UnreadableSource as error:
-        raise UsageError(str(error)) from None
+        from overlog.cli_net import make_transport
 
-    from overlog.api import Engine
+        net = make_transport(args, err)
+    elif args.peer or args.peers or args.secret_file:
+        raise UsageError("--peer, --peers and --secret-file go with --listen (and "
+                         "--secret-file with --nodes)")
+    options: dict[str, Any] = {}
+    if net is not None:
+        from overlog.stdlib import periodic
 
-    try:
-        engine = Engine(source, args.program, address=args.address, clock=args.clock,
-                        seed=args.seed, defines=defines, native_modules=args.native,
-                        max_tuples=args.max_tuples, max_rounds=args.max_rounds,
-                        step_timeout=args.step_timeout,
-                        progress=_Progress(err) if _is_terminal(err) else None,
-                        backend=args.backend, spark_master=args.spark_master or "local[2]",
-                        spark_conf=spark_conf, spark_threshold=args.spark_threshold)
-    except CompileError as error:
-        print(error.render(), file=err)
+        options["handlers"] = [periodic.install]  # and the transport, below
+        options["send_facts"] = False  # every node runs the program: each loads its own
+    engine = make_engine(args, args.program, err, spark_conf, address=args.address,
+                         clock=args.clock or ("real" if net else "sim"), seed=args.seed,
+                         **options)
+    if engine is None:
         return 1
-    if args.backend == "spark":
-        from overlog.runtime.spark import SparkUnavailable
+    if net is not None:
+        from overlog.cli_net import open_transport
 
-        try:
-            engine.spark.start()
-        except SparkUnavailable as error:
-            raise UsageError(str(error)) from None
-    checked = engine.plan.checked
-    for warning in checked.warnings:
-        print(render(warning, checked.source), file=err)
+        open_transport(net, engine)
+    try:
+        return _run_node(args, engine, net, out, err)
+    finally:
+        if net is not None:
+            from overlog.stdlib.net import drain
+
+            drain([net], 1.0)  # what TCP still holds for its peers, for a second
+            net.close()
+
+
+def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
+              err: TextIO) -> int:
+    from overlog.cli_net import Stopped, stopped_by_sigterm, wait
 
     for name in args.print_tables:
-        if name not in checked.relations:
+        if name not in engine.plan.relations:
             raise UsageError(f"--print names `{name}`, which the program does not have")
     if args.facts:
-        _load_facts(engine, args.facts, args.header, err)
-
-    printer = _Printer(args.format, out)
-    watched = [name for name in checked.watched]
-    for name in watched:
-        event = checked.relations[name].event
-        if event:
-            engine.register_listener(name, None, _watcher(engine, printer, name, "event", True))
-        else:
-            for op in ("delete", "insert"):
-                engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
-                                         op=op)
+        load_facts(engine, args.facts, args.header, err)
+    printer = Printer(args.format, out)
+    watched = watch(engine, printer)
     failed = 0
     placed: set[str] = set()  # what was said of where strata run
     interrupted = False
     progress = _is_terminal(err)
     last = time.monotonic()
     try:
-        while args.steps is None or engine.step_count < args.steps:
-            reports = engine.run(steps=1, until=args.until)  # reported as each step ends
-            for report in reports:
-                for error in report.errors:
-                    print(str(error), file=err)
-                    failed += 1
-                if args.trace:
-                    _trace(report, err)
-                if engine.spark is not None:
-                    _placement(engine, placed, err, args.trace)
-            if progress and time.monotonic() - last > 0.5:
-                last = time.monotonic()
-                err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
-                err.flush()
-            if not reports:
-                break
+        with stopped_by_sigterm() if net is not None else contextlib.nullcontext():
+            while args.steps is None or engine.step_count < args.steps:
+                reports = engine.run(steps=1, until=args.until)  # reported as each step ends
+                for report in reports:
+                    failed += report_step(engine, report, args.trace, placed, err)
+                if progress and time.monotonic() - last > 0.5:
+                    last = time.monotonic()
+                    err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
+                    err.flush()
+                # idle: a node that listens waits on its sockets and its clock
+                if not reports and (net is None or not wait(engine, args.until)):
+                    break
+    except Stopped:  # SIGTERM: stop as at --until
+        pass
     except OverlogError as error:
         print(str(error), file=err)
         return 1
@@ -237,23 +243,125 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write("\r\x1b[K")
     if interrupted:
         err.write(f"interrupted: tables as of step {engine.step_count}\n")
+    print_tables(engine, printer, args.print_tables, watched, err)
+    if net is not None:
+        from overlog.cli_net import counts
 
-    tables = args.print_tables or watched or [
-        name for name, rel in checked.relations.items() if not rel.event]
+        counts(net, err)
+    if args.output:
+        write_output(engine, args.output, args.output_format)
+    return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
+
+
+def check_arguments(args: argparse.Namespace) -> dict[str, str]:
+    """Refuse a bad command line before anything runs; the Spark settings."""
+    if (args.spark_master or args.spark_conf) and args.backend == "local":
+        raise UsageError("--spark-master and --spark-conf go with --backend spark or auto")
+    if args.spark_threshold is not None:
+        if args.backend != "auto":
+            raise UsageError("--spark-threshold goes with --backend auto")
+        if args.spark_threshold < 0:
+            raise UsageError("--spark-threshold takes a number of rows >= 0")
+    spark_conf = dict(_setting(text) for text in args.spark_conf)
+    if (args.listen or args.transport) and (args.nodes is not None or args.node):
+        raise UsageError("--listen runs one real node; --nodes runs simulated ones")
+    if args.output_format == "parquet" and args.output:
+        try:
+            parquetio.require()
+        except parquetio.ParquetError as error:
+            raise UsageError(str(error)) from None
+    if args.steps is not None and args.steps < 0:
+        raise UsageError("--steps must be >= 0")
+    if args.until is not None and math.isnan(args.until):
+        raise UsageError("--until takes a number of seconds, not nan")
+    if args.output:
+        check_output(args.output)
+    if args.max_tuples < 1 or args.max_rounds < 1:
+        raise UsageError("--max-tuples and --max-rounds take a positive number")
+    if args.step_timeout is not None and not args.step_timeout > 0:
+        raise UsageError("--step-timeout takes a positive number of seconds")
+    return spark_conf
+
+
+def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: dict[str, str],
+                warn: bool = True, **options: Any) -> Any:
+    """The engine of program ``path`` with the command line's settings and ``options``,
+    its warnings printed (if ``warn``); None (its errors printed) if it does not compile."""
+    defines = dict(parse_define(d) for d in args.define)
+    try:
+        source = read_text(path)
+    except UnreadableSource as error:
+        raise UsageError(str(error)) from None
+
+    from overlog.api import Engine
+
+    try:
+        engine = Engine(source, path, defines=defines, native_modules=args.native,
+                        max_tuples=args.max_tuples, max_rounds=args.max_rounds,
+                        step_timeout=args.step_timeout,
+                        progress=_Progress(err) if _is_terminal(err) else None,
+                        backend=args.backend, spark_master=args.spark_master or "local[2]",
+                        spark_conf=spark_conf, spark_threshold=args.spark_threshold,
+                        **options)
+    except CompileError as error:
+        print(error.render(), file=err)
+        return None
+    if args.backend == "spark":
+        from overlog.runtime.spark import SparkUnavailable
+
+        try:
+            engine.spark.start()
+        except SparkUnavailable as error:
+            raise UsageError(str(error)) from None
+    checked = engine.plan.checked
+    for warning in checked.warnings if warn else ():
+        print(render(warning, checked.source), file=err)
+    return engine
+
+
+def watch(engine: Any, printer: Printer) -> list[str]:
+    """Print the watched relations' changes as they happen; the watched relations."""
+    checked = engine.plan.checked
+    watched = list(checked.watched)
+    for name in watched:
+        if checked.relations[name].event:
+            engine.register_listener(name, None, _watcher(engine, printer, name, "event", True))
+        else:
+            for op in ("delete", "insert"):
+                engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
+                                         op=op)
+    return watched
+
+
+def report_step(engine: Any, report: Any, trace: bool, placed: set[str], err: TextIO) -> int:
+    """A step's errors (and with ``trace`` its firings and placements) on stderr; how many
+    errors."""
+    for error in report.errors:
+        print(str(error), file=err)
+    if trace:
+        _trace(report, err)
+    if engine.spark is not None:
+        _placement(engine, placed, err, trace)
+    return len(report.errors)
+
+
+def print_tables(engine: Any, printer: Printer, asked: list[str], watched: list[str],
+                 err: TextIO) -> None:
+    """The final tables: those asked for with --print, or the watched ones, or all."""
+    checked = engine.plan.checked
+    tables = asked or watched or [name for name, rel in checked.relations.items()
+                                  if not rel.event]
     from overlog.runtime.engine import ROWS_LIMIT
 
     held = engine.spark.held if engine.spark is not None else {}
     for name in tables:
-        if checked.relations[name].event:
+        if name not in checked.relations or checked.relations[name].event:
             continue
-        if held.get(name, 0) > ROWS_LIMIT and name not in args.print_tables:
+        if held.get(name, 0) > ROWS_LIMIT and name not in asked:
             print(f"overlog: note: `{name}` holds {held[name]:,} rows in Spark: not printed "
                   f"(--print {name} prints them; -D DIR writes them)", file=err)
             continue
         printer.final(name, engine.rows(name, max_rows=None))
-    if args.output:
-        _write_output(engine, args.output, args.output_format)
-    return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -283,7 +391,7 @@ class _OutputClosed(BaseException):
     engine, which reports what listeners raise and goes on, lets it end the run."""
 
 
-def _watcher(engine, printer: _Printer, name: str, op: str, event: bool):
+def _watcher(engine, printer: Printer, name: str, op: str, event: bool):
     def callback(row: tuple) -> None:
         try:
             printer.change(engine.step_count, engine.now, name, op, row, event)
@@ -330,7 +438,7 @@ def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
             print(f"trace: {what} runs locally: {reason}", file=err)
 
 
-def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
+def load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
     if not os.path.isdir(directory):
         raise UsageError(f"--facts: {directory} is not a directory")
     for entry in sorted(os.listdir(directory)):
@@ -348,7 +456,7 @@ def _load_facts(engine, directory: str, header: bool, err: TextIO) -> None:
             raise UsageError(str(error)) from None
 
 
-def _check_output(directory: str) -> None:
+def check_output(directory: str) -> None:
     """Refuse, before running, an output directory that cannot be written."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UsageError(f"-D: {directory} is not a directory")
@@ -360,7 +468,7 @@ def _check_output(directory: str) -> None:
         raise UsageError(f"-D: cannot write to {directory}: permission denied")
 
 
-def _write_output(engine, directory: str, fmt: str = "csv") -> None:
+def write_output(engine, directory: str, fmt: str = "csv") -> None:
     """Every persistent table as DIRECTORY/TABLE.csv (or .parquet): all written to temporary
     files first, then renamed, so that a failure (a full disk, a Parquet column of two types)
     leaves no partial file behind."""

@@ -87,7 +87,9 @@ class Engine:
     derives more than ``max_tuples`` new tuples, runs more than ``max_rounds`` rounds in a
     stratum, or runs longer than ``step_timeout`` seconds is stopped and rolled back (E307);
     ``progress(round, new tuples so far, relation -> tuples the round added)`` is called
-    after each round of a step's insertion.
+    after each round of a step's insertion. Facts located at another address are sent there
+    at the first step; ``send_facts`` False sends none (the node there runs the same
+    program and loads them itself), a function sends those whose address it accepts.
     """
 
     def __init__(self, source: str | ProgramPlan, path: str | None = None, *,
@@ -102,7 +104,7 @@ class Engine:
                  max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
-                 ) -> None:
+                 send_facts: bool | Callable[[Any], bool] = True) -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
         for name, value in (("max_tuples", max_tuples), ("max_rounds", max_rounds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -162,13 +164,14 @@ class Engine:
         self._frames_queued = False  # a DataFrame was queued as an input (_queue_frame)
         self._committed = False  # the current step has committed (its callbacks run)
         self.listeners: list[Listener] = []
+        self._sent_hooks: list[Callable[[], None]] = []  # after each step's sends
         self._inbox = Inbox()
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
         self._stepping = False
         self._fires_at_start = any(rule.start is not None for rule in plan.rules)
         with recursion_room():  # a fact's values may nest MAX_NESTING deep
-            self._load_facts()
+            self._load_facts(send_facts)
         for handler in handlers:
             handler(self)
         self._bind_natives(natives)
@@ -195,7 +198,9 @@ class Engine:
             raise TypeError("register_listener needs a callback")
         if phase not in ("pre", "post", "send"):
             raise ValueError(f"phase must be 'pre', 'post' or 'send', not {phase!r}")
-        if op not in (None, "insert", "delete"):
+        if op == "retract" and phase == "send":  # a remote view's row no longer derived
+            pass
+        elif op not in (None, "insert", "delete"):
             raise ValueError(f"op must be 'insert' or 'delete', not {op!r}")
         if op is not None and rel.event:
             raise ValueError(f"`{relation}` is an event relation: listeners on it take no op")
@@ -272,6 +277,11 @@ class Engine:
         self._inbox.put(kind, relation, values)
         self.clock.wake()
 
+    def on_sent(self, hook: Callable[[], None]) -> None:
+        """Call ``hook()`` after the ``send`` listeners of each step that sent anything:
+        a transport that batches a step's tuples sends the batch then."""
+        self._sent_hooks.append(hook)
+
     def register_function(self, name: str, fn: Callable) -> None:
         if not name.startswith("f_"):
             raise ValueError(f"function names start with `f_`: {name!r}")
@@ -308,7 +318,7 @@ class Engine:
         without positive atoms waiting for the first step to fire it."""
         upcoming = self.next_time()
         return (not self.pending and not self._inbox
-                and (upcoming is None or upcoming > self.now)
+                and (upcoming is None or upcoming > max(self.now, self.clock.now()))
                 and (self.step_count > 0 or not self._fires_at_start))
 
     # -- running ------------------------------------------------------------------------
@@ -656,17 +666,17 @@ class Engine:
                 changes.append(("insert", relation, row))
         return changes, deferred.sends
 
-    def _send(self, report: StepReport, sends: Iterable[tuple[RulePlan, Row]]) -> None:
-        """The step's outbound tuples leave as ``send`` events: rule by rule, each rule's rows
-        sorted (so what leaves does not depend on the order of sets)."""
+    def _send(self, report: StepReport, sends: Iterable[tuple[RulePlan, Row, str]]) -> None:
+        """The step's outbound tuples leave as ``send`` events: rule by rule, retractions
+        before insertions, each rule's rows sorted (so what leaves does not depend on the
+        order of sets)."""
         if not sends and not self._outbox:
             return
         outbound, self._outbox = self._outbox, []
-        by_rule: dict[int, tuple[RulePlan, list[Row]]] = {}
-        for rule, row in sends:
-            by_rule.setdefault(rule.index, (rule, []))[1].append(row)
-        for rule, rows in by_rule.values():
-            op = "event" if rule.head_event else "delete" if rule.kind == "delete" else "insert"
+        by_rule: dict[tuple[int, bool, str], tuple[RulePlan, list[Row]]] = {}
+        for rule, row, op in sends:
+            by_rule.setdefault((rule.index, op != "retract", op), (rule, []))[1].append(row)
+        for (_, _, op), (rule, rows) in sorted(by_rule.items(), key=lambda item: item[0][:2]):
             outbound += [Outbound(row[rule.location], rule.head, op, row)  # type: ignore
                          for row in sorted_rows(rows)]
         report.sent = outbound
@@ -683,6 +693,13 @@ class Engine:
                             "E306", f"send listener on `{listener.relation}` raised "
                             f"{type(error).__name__}: {error}", step=report.step,
                             time=report.time, path=self.path))
+        for hook in self._sent_hooks:
+            try:
+                hook()
+            except Exception as error:
+                report.errors.append(StepError(
+                    "E306", f"transport raised {type(error).__name__}: {error}",
+                    step=report.step, time=report.time, path=self.path))
         self._take_deliveries()  # what was delivered to this node keeps its place in line
 
     def _take_deliveries(self) -> None:
@@ -745,7 +762,11 @@ class Engine:
         self._unknown_functions(self._functions, self.plan.calls)
         return Fixpoint(self.plan, self.backend, self.limits, self.progress, self.spark)
 
-    def _load_facts(self) -> None:
+    def _load_facts(self, send: bool | Callable[[Any], bool]) -> None:
+        """Queue the program's facts; those located at another address are sent there at
+        the first step if ``send`` (True, or a function of the address) says so."""
+        if not callable(send):
+            send = (lambda address: True) if send else (lambda address: False)
         for fact in self.plan.facts:
             rows: Sequence[Row] = (fact.rows if isinstance(fact, FactRowsPlan) else
                                    (self._fact_row(fact),))
@@ -754,7 +775,8 @@ class Engine:
                 here = [row for row in rows if row[location] == self.address]
                 self._outbox += [Outbound(row[location], relation,
                                           "event" if fact.event else "insert", python_row(row))
-                                 for row in rows if row[location] != self.address]
+                                 for row in rows
+                                 if row[location] != self.address and send(row[location])]
                 rows = here
             if fact.event:
                 for row in rows:

@@ -133,5 +133,7 @@ class EventAPI(Protocol):
 
     def deliver(self, relation: str, row: tuple, op: str | None = None) -> None: ...
 
+    def on_sent(self, hook: Callable[[], None]) -> None: ...
+
 
 Handler = Callable[[EventAPI], None]  # installs listeners on an engine

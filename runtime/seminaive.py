@@ -250,7 +250,15 @@ class Offload(Protocol):
 class DeferredOutput:
     writes: list[tuple[p.RulePlan, Row]]
     deletes: list[tuple[p.RulePlan, Row]]
-    sends: list[tuple[p.RulePlan, Row]]
+    # (rule, row, op): op "event", "insert", "delete", or "retract" (a remote view's row
+    # no longer derived)
+    sends: list[tuple[p.RulePlan, Row, str]]
+
+
+def _forget_sent(args: tuple[set[Row], set[Row], set[Row]]) -> None:
+    sent, added, gone = args
+    sent.difference_update(added)
+    sent.update(gone)
 
 
 class Fixpoint:
@@ -283,6 +291,19 @@ class Fixpoint:
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
         self.deferred = [r for r in self.rules if r.plan.deferred]
+        # a view rule with a remote head: the rows it derives now, sent (see _remote_view),
+        # and the relations it reads positively and negatively
+        self.sent: dict[int, set[Row]] = {}
+        self.remote_reads: dict[int, tuple[set[str], set[str]]] = {}
+        for rule in self.deferred:
+            if rule.plan.remote and rule.plan.kind == "view":
+                plans = [t.insert for t in rule.plan.triggers]
+                plans += [rule.plan.start] if rule.plan.start is not None else []
+                self.sent[rule.plan.index] = set()
+                self.remote_reads[rule.plan.index] = (
+                    {t.relation for t in rule.triggers},
+                    {op.relation for plan in plans for op in plan.operators
+                     if isinstance(op, p.AntiJoin)})
         self.keyed = {name: rel.keyed for name, rel in relations.items()}
         self.aggregate_state: dict[int, dict[tuple, Row]] = {
             r.plan.index: {} for r in self.rules if r.aggregation and not r.head_event}
@@ -651,6 +672,9 @@ class Fixpoint:
         out = DeferredOutput([], [], [])
         store = self.store
         for rule in self.deferred:
+            if rule.plan.index in self.sent:
+                self._remote_view(rule, out)
+                continue
             rows: list[Row] = []
             new = {t.relation: store.added(t.relation) for t in rule.triggers}
             if self.initial and rule.start is not None:
@@ -665,10 +689,63 @@ class Fixpoint:
             if not rows:
                 continue
             self.firings[rule.plan.label] += len(rows)
-            target = (out.sends if rule.plan.remote else
-                      out.deletes if rule.plan.kind == "delete" else out.writes)
-            target.extend((rule.plan, row) for row in dict.fromkeys(rows))
+            if rule.plan.remote:
+                op = ("event" if rule.head_event else
+                      "delete" if rule.plan.kind == "delete" else "insert")
+                out.sends.extend((rule.plan, row, op) for row in dict.fromkeys(rows))
+            else:
+                target = out.deletes if rule.plan.kind == "delete" else out.writes
+                target.extend((rule.plan, row) for row in dict.fromkeys(rows))
         return out
+
+    def _remote_view(self, rule: _Rule, out: DeferredOutput) -> None:
+        """A view rule whose head is sent elsewhere (design.md 3.7): its rows are a view
+        kept at the receiver. Each step sends the rows it newly derives and retracts those
+        it no longer derives. A step that only adds rows to what it reads evaluates it on
+        the new rows; one that removes rows from what it reads, or changes a relation it
+        negates, evaluates it whole and compares with what it derived before."""
+        store = self.store
+        index = rule.plan.index
+        sent = self.sent[index]
+        reads, negated = self.remote_reads[index]
+        if not (self.initial or any(store.added(name) or store.removed(name)
+                                    for name in reads | negated)):
+            return
+        whole = (rule.aggregation is not None
+                 or any(store.removed(name) for name in reads)
+                 or any(store.added(name) or store.removed(name) for name in negated))
+        if whole:
+            rows = set(self._whole(rule))
+            added, gone = rows - sent, sent - rows
+        else:
+            found: list[Row] = []
+            new = {t.relation: store.added(t.relation) for t in rule.triggers}
+            if self.initial and rule.start is not None:
+                found.extend(rule.run(rule.start, ()))
+            for trigger in rule.triggers:
+                seed = new[trigger.relation]
+                if seed:
+                    found.extend(rule.run(trigger.insert, seed, new, trigger.relation))
+            added, gone = set(found) - sent, set()
+        if not added and not gone:
+            return
+        sent.update(added)
+        sent.difference_update(gone)
+        store.on_rollback(_forget_sent, (sent, added, gone))
+        self.firings[rule.plan.label] += len(added)
+        out.sends.extend((rule.plan, row, "insert") for row in added)
+        out.sends.extend((rule.plan, row, "retract") for row in gone)
+
+    def _whole(self, rule: _Rule) -> Iterable[Row]:
+        """Every row a deferred rule derives from the current tables."""
+        if not rule.triggers:
+            return rule.run(rule.start, ()) if rule.start is not None else ()
+        first = rule.triggers[0]
+        seed = self.store.rows(first.relation)
+        rows = rule.run(first.insert, seed, source=first.relation) if seed else ()
+        if rule.aggregation is None:
+            return rows
+        return rule.evaluate_groups(rows, self.store).values()
 
     def sources(self, plan: p.RulePlan, rows: Collection[Row],
                 ) -> dict[Row, list[tuple[str, Row]]] | None:

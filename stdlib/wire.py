@@ -4,7 +4,7 @@ A packet carries the tuples one node sends another in one step::
 
     packet  = magic "OL" | version (1 byte, now 1) | flags (1 byte) | sender (string)
               | count (varint) | message * count | [HMAC-SHA256 of all before it: 32 bytes]
-    message = op (1 byte: 0 event, 1 insert, 2 delete) | relation (string)
+    message = op (1 byte: 0 event, 1 insert, 2 delete, 3 retract) | relation (string)
               | arity (varint) | value * arity
     value   = tag (1 byte) and its body:
               0 null | 1 false | 2 true
@@ -37,7 +37,7 @@ MAGIC = b"OL"
 VERSION = 1
 AUTHENTICATED = 0x01
 MAC_BYTES = 32
-OPS = ("event", "insert", "delete")
+OPS = ("event", "insert", "delete", "retract")
 _CODES = {op: code for code, op in enumerate(OPS)}
 _DOUBLE = struct.Struct(">d")
 _LONG = 1 << 63
@@ -139,21 +139,20 @@ def encode(sender: str, messages: Iterable[tuple[str, str, tuple]],
     return frame(sender, [encode_message(*m) for m in messages], secret)
 
 
+def room(sender: str, max_size: int, secret: bytes | None = None) -> int:
+    """The largest message a packet of at most ``max_size`` bytes from ``sender`` holds."""
+    return max_size - len(frame(sender, [], secret)) - 9  # a count takes 1 byte of 10 here
+
+
 def packets(sender: str, messages: Iterable[bytes], max_size: int,
             secret: bytes | None = None) -> Iterator[bytes]:
-    """Encoded messages as packets of at most ``max_size`` bytes each, in order. A message
-    that does not fit in a packet of its own raises ValueError (checked before any is
-    made)."""
-    overhead = len(frame(sender, [], secret)) + 10  # and a count of at most 10 bytes
+    """Encoded messages as packets of at most ``max_size`` bytes each, in order; each
+    message fits in a packet of its own (at most ``room`` bytes)."""
+    overhead = max_size - room(sender, max_size, secret)
     batch: list[bytes] = []
     size = overhead
-    pending = list(messages)
-    for message in pending:
-        if overhead + len(message) > max_size:
-            raise ValueError(f"a message of {len(message):,} bytes does not fit in a packet "
-                             f"of {max_size:,} bytes")
-    for message in pending:
-        if batch and size + len(message) > max_size:
+    for message in messages:
+        if size + len(message) > max_size and batch:
             yield frame(sender, batch, secret)
             batch, size = [], overhead
         batch.append(message)

@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 FOLDERS = {"overlog": "overlog", "runtime": "overlog.runtime", "stdlib": "overlog.stdlib"}
-API = {"overlog", "overlog.api", "overlog.cli", "overlog.cli_run", "overlog.__main__"}
+API = {"overlog", "overlog.api", "overlog.cli", "overlog.cli_run", "overlog.cli_sim",
+       "overlog.cli_net", "overlog.__main__"}
 LAYERS = ["language", "runtime", "stdlib", "api"]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from overlog import syntax as s
 from overlog.analysis.catalog import NativesCheck, Relation, build_catalog
+from overlog.analysis.localize import localize
 from overlog.analysis.safety import check_statements
 from overlog.analysis.strata import RuleInfo, Stratum, stratify, unbounded_recursion
 from overlog.diagnostics import Diagnostic
@@ -50,6 +51,12 @@ def analyze(program: s.Program, source: Source,
     warnings = [d for d in diagnostics if not d.is_error]
     if len(warnings) != len(diagnostics):
         raise SemanticError(diagnostics, source)
+    localized, errors = localize(program, set(relations))
+    if errors:
+        raise SemanticError(errors + warnings, source)
+    if localized != program:  # generated relations join the catalog
+        program = localized
+        relations, _ = build_catalog(program, natives)
     infos, strata, errors = stratify(program, relations)
     if errors:
         raise SemanticError(errors + warnings, source)
@@ -74,8 +81,12 @@ def _unfed_relations(program: s.Program, relations: dict[str, Relation]) -> list
                 continue
             reported.add(atom.name)
             form = "generate_event" if relation.event else "insert"
+            if relation.location is not None:  # another node's program may send it
+                form = f"by another node's program, or with {form}"
+            else:
+                form = f"with {form}"
             warnings.append(Diagnostic(
                 "W201", f"relation `{atom.name}` is read but no rule or fact writes it "
-                f"(it can only be fed from outside, with {form})", atom.span,
+                f"(it can only be fed from outside, {form})", atom.span,
                 severity="warning"))
     return warnings

@@ -66,7 +66,6 @@ def check_rule(rule: s.Rule, functions: Mapping[str, tuple[int, float]]) -> list
     problems += _check_wildcards(rule)
     unsafe, bound = _check_safety(rule)
     problems += unsafe
-    problems += _check_body_locations(rule)
     problems += _warn_single_use(rule, bound)
     return problems
 
@@ -262,26 +261,6 @@ def _check_locations(atom: s.Atom, in_fact: bool) -> list[Diagnostic]:
             problems.append(Diagnostic(
                 "E212", f"a location specifier `@` must mark {what}", term.span))
     return problems
-
-
-def _check_body_locations(rule: s.Rule) -> list[Diagnostic]:
-    located: dict[str, s.Atom] = {}
-    for literal in rule.body:
-        atom = literal.atom if isinstance(literal, s.Negation) else literal
-        if isinstance(atom, s.Atom) and len(atom.locs) == 1:
-            term = atom.loc
-            if isinstance(term, (s.Var, s.Const)):
-                located.setdefault(_location_label(term), atom)
-    if len(located) <= 1:
-        return []
-    (first_label, first_atom), *others = located.items()
-    notes = [Note(f"`{first_atom.name}` is located at `{first_label}` here", first_atom.span)]
-    notes += [Note(f"`{atom.name}` is located at `{label}` here", atom.span)
-              for label, atom in others]
-    names = ", ".join(f"`{label}`" for label in located)
-    return [Diagnostic(
-        "E213", f"rule body reads relations at different locations ({names}); all body atoms "
-        "must share one location variable", rule.span, notes=tuple(notes))]
 
 
 def _warn_single_use(rule: s.Rule, bound: set[str]) -> list[Diagnostic]:
