@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -43,8 +44,9 @@ def read_peers(args: argparse.Namespace) -> dict[str, tuple[str, int]]:
         for number, line in enumerate(lines, 1):
             line = line.split("#", 1)[0].strip()
             if line:
-                entries.append((line.replace(" ", "=", 1) if "=" not in line else line,
-                                f"{args.peers}:{number}"))
+                if "=" not in line:  # NAME HOST:PORT, spaces or tabs between
+                    line = "=".join(line.split(None, 1))
+                entries.append((line, f"{args.peers}:{number}"))
     peers = {}
     for text, where in entries:
         name, equals, endpoint = (part.strip() for part in text.partition("="))
@@ -84,46 +86,52 @@ def open_transport(net: Any, engine: Any) -> None:
                          f"{error.strerror or error}") from None
 
 
-class Stopped(Exception):
-    """SIGTERM: stop cleanly, as at --until."""
-
-
 @contextmanager
-def stopped_by_sigterm() -> Iterator[None]:
-    def stop(signum: int, frame: Any) -> None:
-        raise Stopped
-
+def stopped_by_sigterm() -> Iterator[threading.Event]:
+    """An event that SIGTERM sets (while the block runs): the run loop stops at it, between
+    steps, as at --until."""
+    stop = threading.Event()
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     except ValueError:  # not the main thread: no handler to install
-        yield
+        yield stop
         return
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def wait(engine: Any, until: float | None) -> bool:
-    """Idle while listening: wait for a delivery, the next timed input or ``until``
-    (checking for signals twice a second); False once ``until`` has passed."""
-    now = engine.clock.now()
-    if until is not None and now >= until:
-        return False
-    upcoming = engine.next_time()
-    deadline = min(t for t in (upcoming, until, now + 0.5) if t is not None)
-    engine.clock.wait(deadline)
-    return True
+def advance(engine: Any, until: float | None, stop: threading.Event) -> list:
+    """The next step of a listening node, as a list of its report; waiting on its sockets
+    and its clock while it is idle (waking twice a second to see ``stop``); empty once
+    ``until`` has passed or ``stop`` is set."""
+    while not stop.is_set():
+        now = engine.clock.now()
+        if until is not None and now > until:
+            return []
+        if not engine.idle:
+            return [engine.step()]
+        upcoming = engine.next_time()
+        engine.clock.wait(min(t for t in (upcoming, until, now + 0.5) if t is not None))
+    return []
+
+
+def say_counts(err: TextIO, sent: str, stats: Mapping[str, int], faults: tuple[str, ...],
+               dropped: Mapping[str, Mapping[str, int]]) -> None:
+    """At exit, on stderr, if anything: what the network could not carry (``faults`` of
+    ``stats``, after what it ``sent``) and what each node refused."""
+    said = ", ".join(f"{stats[f]:,} {f}" for f in faults if stats.get(f))
+    if said:
+        print(f"overlog: network: {sent}; {said}", file=err)
+    for name, counts in dropped.items():
+        if counts:
+            said = ", ".join(f"{n:,} {reason}" for reason, n in sorted(counts.items()))
+            print(f"overlog: {name} dropped: {said}", file=err)
 
 
 def counts(net: Any, err: TextIO) -> None:
-    """What the transport could not send and the node refused, if anything, on stderr."""
-    stats = net.stats
-    faults = ("unknown address", "oversized", "send errors", "queue overflow")
-    said = ", ".join(f"{stats[f]:,} {f}" for f in faults if stats[f])
-    if said:
-        print(f"overlog: network: {stats['tuples sent']:,} tuples sent; {said}", file=err)
-    dropped = net.receiver.dropped
-    if dropped:
-        said = ", ".join(f"{n:,} {reason}" for reason, n in sorted(dropped.items()))
-        print(f"overlog: {net.engine.address} dropped: {said}", file=err)
+    """What a real node's transport could not send and what it refused."""
+    say_counts(err, f"{net.stats['tuples sent']:,} tuples sent", net.stats,
+               ("unknown address", "oversized", "send errors", "queue overflow",
+                "receive errors"), {net.engine.address: net.receiver.dropped})

@@ -203,7 +203,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
               err: TextIO) -> int:
-    from overlog.cli_net import Stopped, stopped_by_sigterm, wait
+    from overlog.cli_net import advance, stopped_by_sigterm
 
     for name in args.print_tables:
         if name not in engine.plan.relations:
@@ -218,20 +218,19 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     progress = _is_terminal(err)
     last = time.monotonic()
     try:
-        with stopped_by_sigterm() if net is not None else contextlib.nullcontext():
+        with stopped_by_sigterm() if net is not None else contextlib.nullcontext() as stop:
             while args.steps is None or engine.step_count < args.steps:
-                reports = engine.run(steps=1, until=args.until)  # reported as each step ends
+                # reported as each step ends; a node that listens waits when idle
+                reports = (engine.run(steps=1, until=args.until) if net is None
+                           else advance(engine, args.until, stop))
                 for report in reports:
                     failed += report_step(engine, report, args.trace, placed, err)
                 if progress and time.monotonic() - last > 0.5:
                     last = time.monotonic()
                     err.write(f"\rstep {engine.step_count}  time {engine.now:g}")
                     err.flush()
-                # idle: a node that listens waits on its sockets and its clock
-                if not reports and (net is None or not wait(engine, args.until)):
+                if not reports:
                     break
-    except Stopped:  # SIGTERM: stop as at --until
-        pass
     except OverlogError as error:
         print(str(error), file=err)
         return 1

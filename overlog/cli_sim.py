@@ -126,17 +126,12 @@ def run_nodes(args: argparse.Namespace, out: TextIO, err: TextIO,
 
 def _counts(network: Any, err: TextIO) -> None:
     """What the network lost and the nodes refused, if anything, on stderr."""
+    from overlog.cli_net import say_counts
+
     stats = network.stats
-    faults = ("lost", "duplicated", "partitioned", "unknown address", "oversized")
-    if any(stats[fault] for fault in faults):
-        said = ", ".join(f"{stats[f]:,} {f}" for f in faults if stats[f])
-        print(f"overlog: network: {stats['sent']:,} packets sent, {stats['delivered']:,} "
-              f"delivered; {said}", file=err)
-    for name in network.nodes:
-        dropped = network.dropped(name)
-        if dropped:
-            said = ", ".join(f"{n:,} {reason}" for reason, n in sorted(dropped.items()))
-            print(f"overlog: {name} dropped: {said}", file=err)
+    say_counts(err, f"{stats['sent']:,} packets sent, {stats['delivered']:,} delivered",
+               stats, ("lost", "duplicated", "partitioned", "unknown address", "oversized"),
+               {name: network.dropped(name) for name in network.nodes})
 
 
 def _load_node_facts(engines: dict[str, Any], directory: str, header: bool,

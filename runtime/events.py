@@ -88,7 +88,8 @@ class EventQueue:
 @dataclass(frozen=True, slots=True)
 class Outbound:
     """A tuple this node sends: ``op`` is "event" for an event relation, "insert" or
-    "delete" for a persistent one; ``address`` is the row's location field."""
+    "delete" for a persistent one, or "retract" (a remote view no longer derives the row);
+    ``address`` is the row's location field."""
 
     address: Any
     relation: str

@@ -255,10 +255,15 @@ class DeferredOutput:
     sends: list[tuple[p.RulePlan, Row, str]]
 
 
-def _forget_sent(args: tuple[set[Row], set[Row], set[Row]]) -> None:
-    sent, added, gone = args
-    sent.difference_update(added)
-    sent.update(gone)
+def _forget_sent(args: tuple[set[Row], Counter, set[Row], set[Row]]) -> None:
+    derived, rules, added, gone = args
+    derived.difference_update(added)
+    derived.update(gone)
+    rules.subtract(added)
+    rules.update(gone)
+    for row in added:
+        if not rules[row]:
+            del rules[row]
 
 
 class Fixpoint:
@@ -291,15 +296,18 @@ class Fixpoint:
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
         self.deferred = [r for r in self.rules if r.plan.deferred]
-        # a view rule with a remote head: the rows it derives now, sent (see _remote_view),
-        # and the relations it reads positively and negatively
+        # a view rule with a remote head: the rows it derives now (see _remote_view), the
+        # relations it reads positively and negatively, and for each such head how many of
+        # its rules derive each row (a row is sent while one does)
         self.sent: dict[int, set[Row]] = {}
         self.remote_reads: dict[int, tuple[set[str], set[str]]] = {}
+        self.sent_by: dict[str, Counter] = {}
         for rule in self.deferred:
             if rule.plan.remote and rule.plan.kind == "view":
                 plans = [t.insert for t in rule.plan.triggers]
                 plans += [rule.plan.start] if rule.plan.start is not None else []
                 self.sent[rule.plan.index] = set()
+                self.sent_by.setdefault(rule.head, Counter())
                 self.remote_reads[rule.plan.index] = (
                     {t.relation for t in rule.triggers},
                     {op.relation for plan in plans for op in plan.operators
@@ -671,9 +679,12 @@ class Fixpoint:
     def _deferred(self) -> DeferredOutput:
         out = DeferredOutput([], [], [])
         store = self.store
+        # remote views' rows whose count of deriving rules changed: (head, row) -> (the
+        # count before, a rule of that head)
+        counted: dict[tuple[str, Row], tuple[int, p.RulePlan]] = {}
         for rule in self.deferred:
             if rule.plan.index in self.sent:
-                self._remote_view(rule, out)
+                self._remote_view(rule, counted)
                 continue
             rows: list[Row] = []
             new = {t.relation: store.added(t.relation) for t in rule.triggers}
@@ -696,14 +707,23 @@ class Fixpoint:
             else:
                 target = out.deletes if rule.plan.kind == "delete" else out.writes
                 target.extend((rule.plan, row) for row in dict.fromkeys(rows))
+        for (head, row), (before, plan) in counted.items():  # sent while a rule derives it
+            now = self.sent_by[head][row]
+            if now and not before:
+                out.sends.append((plan, row, "insert"))
+            elif before and not now:
+                out.sends.append((plan, row, "retract"))
+                del self.sent_by[head][row]
         return out
 
-    def _remote_view(self, rule: _Rule, out: DeferredOutput) -> None:
+    def _remote_view(self, rule: _Rule,
+                     counted: dict[tuple[str, Row], tuple[int, p.RulePlan]]) -> None:
         """A view rule whose head is sent elsewhere (design.md 3.7): its rows are a view
-        kept at the receiver. Each step sends the rows it newly derives and retracts those
-        it no longer derives. A step that only adds rows to what it reads evaluates it on
+        kept at the receiver. A step that only adds rows to what it reads evaluates it on
         the new rows; one that removes rows from what it reads, or changes a relation it
-        negates, evaluates it whole and compares with what it derived before."""
+        negates, evaluates it whole and compares with what it derived before. The rows
+        it derives anew or no longer are counted for its head in ``counted``: a row is
+        sent when the first rule of the head derives it, retracted when the last stops."""
         store = self.store
         index = rule.plan.index
         sent = self.sent[index]
@@ -729,12 +749,15 @@ class Fixpoint:
             added, gone = set(found) - sent, set()
         if not added and not gone:
             return
+        rules = self.sent_by[rule.head]
+        for row in added | gone:
+            counted.setdefault((rule.head, row), (rules[row], rule.plan))
         sent.update(added)
         sent.difference_update(gone)
-        store.on_rollback(_forget_sent, (sent, added, gone))
+        rules.update(added)
+        rules.subtract(gone)
+        store.on_rollback(_forget_sent, (sent, rules, added, gone))
         self.firings[rule.plan.label] += len(added)
-        out.sends.extend((rule.plan, row, "insert") for row in added)
-        out.sends.extend((rule.plan, row, "retract") for row in gone)
 
     def _whole(self, rule: _Rule) -> Iterable[Row]:
         """Every row a deferred rule derives from the current tables."""

@@ -49,7 +49,8 @@ def _key_source(cols: tuple[int, ...]) -> str:
 
 def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Row]], None]:
     """A function adding rows to all of a table's indexes in one pass (a hot loop: the
-    bucket lookups are inlined per index)."""
+    bucket lookups are inlined per index). Its globals hold the index dicts as ``ix0``,
+    ``ix1``, ... in the order of ``indexes``: ``_rebind`` points it at others."""
     if not indexes:
         return lambda rows: None
     namespace: dict[str, Any] = {"_SetBucket": _SetBucket}
@@ -62,6 +63,14 @@ def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Ro
                   f"            ix{i}[{_key_source(cols)}] = _SetBucket(b)"]
     exec("\n".join(lines), namespace)
     return namespace["add_rows"]
+
+
+def _rebind(indexer: Callable, indexes: dict[tuple[int, ...], dict]) -> None:
+    """Point an indexer made for indexes on the same columns, in the same order, at
+    ``indexes`` (no new code: a table of events gets new indexes every step)."""
+    namespace = indexer.__globals__
+    for i, idx in enumerate(indexes.values()):
+        namespace[f"ix{i}"] = idx
 
 
 def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
@@ -313,13 +322,19 @@ class Table:
         self._set_indexes(indexes)
 
     def _set_indexes(self, indexes: dict) -> None:
+        same = list(indexes) == list(self.indexes)
         self.indexes = indexes
-        self._index_rows = _make_indexer(indexes)
+        if same and indexes:
+            _rebind(self._index_rows, indexes)
+        else:
+            self._index_rows = _make_indexer(indexes)
 
-    def end_events(self) -> tuple:
+    def end_events(self) -> tuple | None:
         """Start a step for an event table: last step's events become ``removed`` (views
         that negate them react), and the table is emptied (not journaled). Returns what
-        ``restore_events`` needs to undo it."""
+        ``restore_events`` needs to undo it (None: there was nothing to end)."""
+        if not self.rows and not self.removed and not self._batches and not self._added:
+            return None
         before = (self.rows, self.removed, self._added, self._batches, self.indexes)
         self.removed = self.rows
         self.rows = set()
@@ -328,8 +343,10 @@ class Table:
         self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
         return before
 
-    def restore_events(self, before: tuple) -> None:
+    def restore_events(self, before: tuple | None) -> None:
         """Undo ``end_events`` (a step that never happened)."""
+        if before is None:
+            return
         self.rows, self.removed, self._added, self._batches, indexes = before
         for cols in self.indexes.keys() - indexes.keys():  # made in the step: build them
             indexes[cols] = defaultdict(list)

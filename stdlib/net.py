@@ -28,6 +28,7 @@ from overlog.stdlib.transport import Receiver, Transport
 DATAGRAM = 65_507  # the largest UDP payload over IPv4
 FRAME = 1 << 24  # the largest TCP frame a node takes (16 MiB)
 QUEUE = 10_000  # packets waiting for one TCP destination; past it, the oldest are dropped
+CONNECTIONS = 256  # connections a TCP node reads at once; more are closed at once
 _LENGTH = struct.Struct(">I")
 
 Endpoint = tuple[str, int]
@@ -54,7 +55,7 @@ class _Net(Transport):
         self.secret = secret
         self.report = report
         self.stats: Counter[str] = Counter()
-        self.outgoing: dict[Any, list[bytes]] = {}
+        self._stats_lock = threading.Lock()
         self.closed = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -82,32 +83,37 @@ class _Net(Transport):
         except ValueError:
             return None
 
-    def ship(self, address: Any, op: str, relation: str, row: tuple) -> None:
-        self.outgoing.setdefault(address, []).append(wire.encode_message(op, relation, row))
-
     def flush(self) -> None:
         """Send the step's batches (called after each step's sends)."""
-        outgoing, self.outgoing = self.outgoing, {}
         source = str(self.engine.address)
-        room = wire.room(source, self.max_size, self.secret)
-        for address, messages in outgoing.items():
+        for address, fit, too_large in self.batches(self.max_size, self.secret, self._say):
+            if too_large:
+                self._count("oversized", too_large)
             target = self.endpoint(address)
             if target is None:
-                self.stats["unknown address"] += len(messages)
+                self._count("unknown address", len(fit))
                 self._say(f"no endpoint for address {address!r} (give it with --peer "
-                          f"NAME=HOST:PORT): {len(messages)} tuple(s) not sent")
+                          f"NAME=HOST:PORT): {len(fit)} tuple(s) not sent")
                 continue
-            fit = [m for m in messages if len(m) <= room]
-            if len(fit) < len(messages):
-                self.stats["oversized"] += len(messages) - len(fit)
-                self._say(f"not sent to {address}: {len(messages) - len(fit)} tuple(s) too "
-                          f"large for a packet (more than {room:,} bytes encoded)")
             for packet in wire.packets(source, fit, self.max_size, self.secret):
                 self._send(target, packet)
-            self.stats["tuples sent"] += len(fit)
+            self._count("tuples sent", len(fit))
 
     def _send(self, target: Endpoint, packet: bytes) -> None:
         raise NotImplementedError
+
+    def _take(self, data: bytes, source: str) -> None:
+        """A packet to the receiver; a failure of ours is reported, and the thread goes on
+        receiving."""
+        try:
+            self.receiver.take(data, source)
+        except Exception as error:
+            self._count("receive errors")
+            self._say(f"a packet from {source} failed: {type(error).__name__}: {error}")
+
+    def _count(self, what: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self.stats[what] += n
 
     def _say(self, text: str) -> None:
         if self.report is not None:
@@ -123,6 +129,9 @@ class UdpTransport(_Net):
     def _open(self) -> None:
         family = socket.AF_INET6 if ":" in self.listen[0] else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_DGRAM)
+        # room for a burst of packets while the receiving thread decodes (the kernel
+        # caps it at net.core.rmem_max)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
         self.socket.bind(self.listen)
         self.listen = self.socket.getsockname()[:2]
         self.socket.settimeout(0.2)
@@ -138,15 +147,15 @@ class UdpTransport(_Net):
                 if self.closed.is_set():
                     return
                 continue
-            self.stats["packets received"] += 1
-            self.receiver.take(data, f"{source[0]}:{source[1]}")
+            self._count("packets received")
+            self._take(data, f"{source[0]}:{source[1]}")
 
     def _send(self, target: Endpoint, packet: bytes) -> None:
         try:
             self.socket.sendto(packet, target)
-            self.stats["packets sent"] += 1
+            self._count("packets sent")
         except OSError as error:
-            self.stats["send errors"] += 1
+            self._count("send errors")
             self._say(f"cannot send to {target[0]}:{target[1]}: {error.strerror or error}")
 
     def close(self) -> None:
@@ -182,6 +191,11 @@ class TcpTransport(_Net):
                 if self.closed.is_set():
                     return
                 continue
+            self.threads = [t for t in self.threads if t.is_alive()]
+            if len(self.threads) > CONNECTIONS:  # one thread each: refuse beyond the cap
+                connection.close()
+                self._count("connections refused")
+                continue
             self._thread(self._read, connection, f"{source[0]}:{source[1]}")
 
     def _read(self, connection: socket.socket, source: str) -> None:
@@ -199,8 +213,8 @@ class TcpTransport(_Net):
                 body = self._exactly(connection, size)
                 if body is None:
                     return
-                self.stats["packets received"] += 1
-                self.receiver.take(body, source)
+                self._count("packets received")
+                self._take(body, source)
 
     def _exactly(self, connection: socket.socket, size: int) -> bytes | None:
         chunks = bytearray()
@@ -226,7 +240,7 @@ class TcpTransport(_Net):
                 self._thread(self._sender, target, queue)
             if len(queue) >= QUEUE:
                 queue.popleft()
-                self.stats["queue overflow"] += 1
+                self._count("queue overflow")
             queue.append(_LENGTH.pack(len(packet)) + packet)
             self.ready.notify_all()
 
@@ -249,7 +263,7 @@ class TcpTransport(_Net):
                 if connection is not None:
                     connection.close()
                     connection = None
-                self.stats["reconnects"] += 1
+                self._count("reconnects")
                 if self.stats["reconnects"] <= 3 or delay >= 2.0:
                     self._say(f"cannot send to {target[0]}:{target[1]} "
                               f"({error.strerror or error}); trying again")
@@ -259,7 +273,7 @@ class TcpTransport(_Net):
             with self.ready:
                 if queue and queue[0] is frame:
                     queue.popleft()
-            self.stats["packets sent"] += 1
+            self._count("packets sent")
         if connection is not None:
             connection.close()
 

@@ -58,7 +58,6 @@ class _Node(Transport):
 
     def __init__(self, network: SimNetwork) -> None:
         self.network = network
-        self.outgoing: dict[Any, list[bytes]] = {}
 
     def __call__(self, engine: EventAPI) -> None:
         super().__call__(engine)
@@ -66,9 +65,6 @@ class _Node(Transport):
         engine.on_sent(lambda: self.network._flush(self))
         self.receiver = Receiver(engine, self.support, self.network.secret,
                                  report=self.network._report)
-
-    def ship(self, address: Any, op: str, relation: str, row: tuple) -> None:
-        self.outgoing.setdefault(address, []).append(wire.encode_message(op, relation, row))
 
 
 class SimNetwork:
@@ -176,16 +172,11 @@ class SimNetwork:
         return reports
 
     def _flush(self, node: _Node) -> None:
-        outgoing, node.outgoing = node.outgoing, {}
         source = node.engine.address
-        room = wire.room(source, MAX_PACKET, self.secret)
-        for address, messages in outgoing.items():
-            fit = [m for m in messages if len(m) <= room]
-            if len(fit) < len(messages):
-                self.stats["oversized"] += len(messages) - len(fit)
-                self._report(f"overlog: {source}: not sent to {address}: "
-                             f"{len(messages) - len(fit)} tuple(s) too large for a packet "
-                             f"(more than {room:,} bytes encoded)")
+        say = lambda text: self._report(f"overlog: {source}: {text}")  # noqa: E731
+        for address, fit, too_large in node.batches(MAX_PACKET, self.secret, say):
+            if too_large:
+                self.stats["oversized"] += too_large
             for packet in wire.packets(source, fit, MAX_PACKET, self.secret):
                 self._send(source, address, packet)
 

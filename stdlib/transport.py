@@ -8,11 +8,14 @@ from __future__ import annotations
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from overlog.errors import DeliveryError
+from overlog.limits import recursion_room
 from overlog.runtime.events import EventAPI
 from overlog.stdlib import wire
+from overlog.values import internal_row
 
 # how many refusals of one reason are reported before the rest are only counted
 REPORTED = 10
@@ -32,58 +35,88 @@ def sent(engine: EventAPI) -> list[tuple[str, int | None, tuple[str | None, ...]
     return out
 
 
+def accepted(engine: EventAPI) -> dict[str, Any]:
+    """The relations a node takes from the network: those of its program with a location
+    field or a ``materialize`` declaration (not built in)."""
+    return {name: rel for name, rel in engine.plan.relations.items()
+            if (rel.location is not None or rel.declared) and not rel.builtin}
+
+
 class Support:
     """Which senders support each row a node received into a table (design.md 3.7): an
     insert adds its sender, a retraction (the sender no longer derives the row) takes it
     away, and the row is deleted when no sender is left; a delete deletes it whatever
-    supports it. A row that leaves the table otherwise (a delete, key replacement,
-    expiry) is forgotten. Thread-safe: a transport's thread and the step's both use it."""
+    supports it. Rows are told apart as the engine tells them (``1``, ``1.0`` and
+    ``true`` are three rows). A row that leaves the table otherwise (a delete, key
+    replacement, expiry) is forgotten, unless an insert of it arrived during that step
+    (it is applied at the next). Thread-safe: transports' threads and the step's use it;
+    a tuple is delivered under the lock, so the order of deliveries is the order of
+    these decisions."""
 
     def __init__(self, engine: EventAPI) -> None:
         self.engine = engine
-        self.senders: dict[tuple[str, tuple], set[Any]] = {}
+        # (relation, row) -> (senders, the step during which the last insert arrived)
+        self.senders: dict[tuple[str, tuple], tuple[set[Any], int]] = {}
         self._lock = threading.Lock()
-        for name, rel in engine.plan.relations.items():
-            if rel.location is not None and not rel.event and not rel.builtin:
+        for name, rel in accepted(engine).items():
+            if not rel.event:
                 engine.register_listener(name, None, self._forgetter(name), op="delete")
+
+    def _step(self) -> int:
+        return getattr(self.engine, "step_count", 0)
 
     def _forgetter(self, relation: str) -> Callable[[tuple], None]:
         def forget(row: tuple) -> None:
+            with recursion_room():
+                key = (relation, internal_row(row))
             with self._lock:
-                self.senders.pop((relation, row), None)
+                found = self.senders.get(key)
+                if found is not None and found[1] < self._step():
+                    del self.senders[key]
         return forget
 
     def take(self, sender: Any, op: str, relation: str, row: tuple) -> None:
-        """Deliver one tuple from ``sender`` (validated already)."""
+        """Deliver one tuple from ``sender`` (checked already by the receiver): raises
+        DeliveryError for a value the engine does not take."""
+        with recursion_room():  # values may nest MAX_NESTING deep
+            self._take(sender, op, relation, internal_row(row))
+
+    def _take(self, sender: Any, op: str, relation: str, values: tuple) -> None:
         if op == "event":
-            self.engine.deliver(relation, row)
+            self.engine.deliver(relation, values)
             return
-        key = (relation, row)
+        key = (relation, values)
         with self._lock:
             if op == "insert":
-                self.senders.setdefault(key, set()).add(sender)
+                found = self.senders.get(key)
+                senders = found[0] if found is not None else set()
+                senders.add(sender)
+                self.senders[key] = (senders, self._step())
             elif op == "retract":
-                senders = self.senders.get(key)
-                if senders is None or sender not in senders:
+                found = self.senders.get(key)
+                if found is None or sender not in found[0]:
                     return  # not supported by it (a duplicate, or never received)
-                senders.discard(sender)
-                if senders:
+                found[0].discard(sender)
+                if found[0]:
                     return
                 del self.senders[key]
             else:
                 self.senders.pop(key, None)
-        self.engine.deliver(relation, row, "insert" if op == "insert" else "delete")
+            self.engine.deliver(relation, values, "insert" if op == "insert" else "delete")
 
 
 class Transport:
     """A handler: installed on an engine, it takes the engine's outbound tuples. A tuple
     for the engine's own address is delivered back at once (an input of its next step);
-    one for another address goes to ``ship(address, op, relation, row)``."""
+    one for another address goes to ``ship(address, op, relation, row)``, which by default
+    encodes it into the step's batch for that address (``batches`` takes them)."""
 
     engine: EventAPI
+    outgoing: dict[Any, list[bytes]]
 
     def __call__(self, engine: EventAPI) -> None:
         self.engine = engine
+        self.outgoing = {}
         self.support = Support(engine)
         for relation, location, ops in sent(engine):
             for op in ops:
@@ -105,7 +138,21 @@ class Transport:
         return carry
 
     def ship(self, address: Any, op: str, relation: str, row: tuple) -> None:
-        raise NotImplementedError
+        self.outgoing.setdefault(address, []).append(wire.encode_message(op, relation, row))
+
+    def batches(self, max_size: int, secret: bytes | None,
+                say: Callable[[str], None]) -> Iterator[tuple[Any, list[bytes], int]]:
+        """Take the step's batches: (address, encoded tuples that fit in a packet of
+        ``max_size`` bytes, how many did not), each address once; what did not fit is
+        reported through ``say``."""
+        outgoing, self.outgoing = self.outgoing, {}
+        room = wire.room(str(self.engine.address), max_size, secret)
+        for address, messages in outgoing.items():
+            fit = [m for m in messages if len(m) <= room]
+            if len(fit) < len(messages):
+                say(f"not sent to {address}: {len(messages) - len(fit)} tuple(s) too large "
+                    f"for a packet (more than {room:,} bytes encoded)")
+            yield address, fit, len(messages) - len(fit)
 
 
 class Receiver:
@@ -129,8 +176,8 @@ class Receiver:
         self.report = report or (lambda text: print(text, file=sys.stderr))
         self.dropped: Counter[str] = Counter()
         self.received = 0
-        self.accepts = {name: rel for name, rel in engine.plan.relations.items()
-                        if (rel.location is not None or rel.declared) and not rel.builtin}
+        self.accepts = accepted(engine)
+        self._lock = threading.Lock()  # several threads may receive (one per connection)
 
     def take(self, data: bytes, source: str = "") -> None:
         where = f" from {source}" if source else ""
@@ -158,15 +205,21 @@ class Receiver:
             elif rel.location is not None and row[rel.location] != engine.address:
                 reason, problem = "misaddressed", (f"`{relation}` addressed to "
                                                    f"{row[rel.location]!r}")
+            if problem is None:
+                try:
+                    self.support.take(packet.sender, op, relation, row)
+                except (DeliveryError, RecursionError) as error:
+                    reason, problem = "malformed", f"`{relation}`: {error}"
             if problem is not None:
                 self._drop(reason, f"a tuple from {packet.sender!r}: {problem}")
                 continue
-            self.support.take(packet.sender, op, relation, row)
-            self.received += 1
+            with self._lock:
+                self.received += 1
 
     def _drop(self, reason: str, text: str) -> None:
-        self.dropped[reason] += 1
-        count = self.dropped[reason]
+        with self._lock:
+            self.dropped[reason] += 1
+            count = self.dropped[reason]
         if count <= REPORTED:
             more = " (further ones are counted, not reported)" if count == REPORTED else ""
             self.report(f"overlog: {self.engine.address}: dropped {text}{more}")

@@ -109,14 +109,32 @@ def _value(out: bytearray, value: Any, depth: int) -> None:
         raise ValueError(f"not an Overlog value: {value!r}")
 
 
+_HEADS: dict[tuple[str, str, int], bytes] = {}  # (op, relation, arity) -> message head
+
+
 def encode_message(op: str, relation: str, row: tuple) -> bytes:
     """One message's bytes (ValueError for a value that is not an Overlog value)."""
-    out = bytearray([_CODES[op]])
-    _string(out, relation)
-    _varint(out, len(row))
-    with recursion_room():
-        for value in row:
-            _value(out, value, 0)
+    key = (op, relation, len(row))
+    head = _HEADS.get(key)
+    if head is None:
+        start = bytearray([_CODES[op]])
+        _string(start, relation)
+        _varint(start, len(row))
+        head = _HEADS[key] = bytes(start)
+    out = bytearray(head)
+    for value in row:  # ints and strings inline: most values are
+        kind = value.__class__
+        if kind is int and -_LONG <= value < _LONG:
+            out.append(3)
+            _varint(out, (value << 1) ^ (value >> 63))
+        elif kind is str:
+            data = value.encode("utf-8")
+            out.append(6)
+            _varint(out, len(data))
+            out += data
+        else:
+            with recursion_room():
+                _value(out, value, 0)
     return bytes(out)
 
 
@@ -187,6 +205,10 @@ class _Reader:
         return b
 
     def varint(self) -> int:
+        at = self.at
+        if at < self.end and self.data[at] < 0x80:  # one byte: most are
+            self.at = at + 1
+            return self.data[at]
         n = shift = 0
         for _ in range(10):
             b = self.byte()
@@ -265,18 +287,18 @@ def decode(data: bytes, secret: bytes | None = None) -> Packet:
     sender = reader.string()
     count = reader.varint()
     messages = []
-    for _ in range(count):
-        code = reader.byte()
-        if code >= len(OPS):
-            reader.at -= 1
-            raise reader.fail(f"unknown operation {code}")
-        relation = reader.string()
-        arity = reader.varint()
-        if arity > end - reader.at:
-            raise reader.fail(f"{arity:,} values announced in {end - reader.at:,} bytes")
-        with recursion_room():
-            row = tuple(reader.value(0) for _ in range(arity))
-        messages.append((OPS[code], relation, row))
+    value = reader.value
+    with recursion_room():
+        for _ in range(count):
+            code = reader.byte()
+            if code >= len(OPS):
+                reader.at -= 1
+                raise reader.fail(f"unknown operation {code}")
+            relation = reader.string()
+            arity = reader.varint()
+            if arity > end - reader.at:
+                raise reader.fail(f"{arity:,} values announced in {end - reader.at:,} bytes")
+            messages.append((OPS[code], relation, tuple([value(0) for _ in range(arity)])))
     if reader.at != end:
         raise reader.fail(f"{end - reader.at:,} bytes after the last message")
     return Packet(sender, messages)

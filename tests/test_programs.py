@@ -22,7 +22,9 @@ def _run_line(path: Path) -> list[str]:
 
 
 def test_there_are_examples() -> None:
-    assert {p.name for p in PROGRAMS} >= {"tc.olg", "shortest_paths.olg", "pingpong.olg"}
+    assert {p.name for p in PROGRAMS} >= {
+        "tc.olg", "shortest_paths.olg", "pingpong.olg", "path_vector.olg", "heartbeat.olg",
+        "ring.olg", "two_phase_commit.olg"}
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)

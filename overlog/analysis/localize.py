@@ -14,10 +14,12 @@ becomes
     path(@X, Z, C) :- path_1_at_Y(@Y, X, C1), path(@Y, Z, C2), C := C1 + C2.
 
 A generated relation is a table (kept as a remote view, retracted when its support goes)
-when the body reads only tables, and an event otherwise. A view rule with a head aggregate
-whose head is elsewhere ships its bindings to the head's location and aggregates there, so
-that a group gathers the bindings of every node. A body that cannot be routed this way is an
-error (E213) naming the location that no earlier atom reaches.
+when the body reads only tables, and an event otherwise. A rule with a head aggregate
+carries every body variable along (an aggregate counts bindings); a view rule with a head
+aggregate whose head is elsewhere ships them to the head's location and aggregates there,
+so that a group gathers the bindings of every node. A body that cannot be localized is an
+error (E213): a location that no earlier atom reaches, events at two locations, a `notin`
+at a location no positive atom has, an event-triggered aggregate over several locations.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class _Localizer:
         self.base = rule.name or f"{rule.head.name}_{number}"
         self.taken = taken
         self.wild = 0
+        self.used = {v.name for v in s.variables(rule)}
 
     def _fresh(self, label: str) -> str:
         clean = "".join(c if c.isalnum() or c == "_" else "" for c in label) or "node"
@@ -89,6 +92,8 @@ class _Localizer:
         for arg in literal.args:
             if isinstance(arg, s.Wildcard):
                 self.wild += 1
+                while f"_{self.wild}" in self.used:  # a name the rule does not use
+                    self.wild += 1
                 arg = s.Var(name=f"_{self.wild}", span=arg.span)
             args.append(arg)
         return replace(literal, args=tuple(args))
@@ -101,10 +106,18 @@ class _Localizer:
         for atom in atoms:
             if atom.locs:
                 groups.setdefault(_label(atom.loc), atom.loc)
+        for literal in rule.body:
+            if (isinstance(literal, s.Negation) and literal.atom.locs
+                    and _label(literal.atom.loc) not in groups):
+                raise self._error(
+                    f"`notin {literal.atom.name}` is at `{_label(literal.atom.loc)}`, where "
+                    "no positive atom of the body is: a negation is checked where the "
+                    "bindings are", literal.span)
         events = {_label(a.loc) for a in atoms if a.event and a.locs}
         aggregate = any(isinstance(a, s.Agg) for a in head.args)
         head_label = _label(head.loc) if head.locs else None
-        view = not any(a.event for a in atoms) and not head.event and not rule.delete
+        tables = not any(a.event for a in atoms)  # the generated relations are tables
+        view = tables and not head.event and not rule.delete
         gather = (aggregate and view and head_label is not None
                   and (len(groups) > 1 or (groups and head_label not in groups)))
         if len(groups) <= 1 and not gather:
@@ -112,6 +125,9 @@ class _Localizer:
         if len(events) > 1:
             raise self._error("event atoms at different locations never meet: an event "
                               "lives at its node for one step")
+        if aggregate and not tables:
+            raise self._error("an aggregate triggered by an event cannot gather bindings "
+                              "from several locations within the event's step")
         order = list(groups)
         if events:
             (first,) = events
@@ -150,10 +166,7 @@ class _Localizer:
                 target = groups[order[k + 1]]
                 if isinstance(target, s.Var) and target.name not in bound:
                     raise self._unreachable(order, k, body)
-        leftover = [body[i] for i in conditions if i not in placed]
-        if leftover:  # a condition reading what no stage binds: safety reports it
-            stages[-1] += leftover
-        return self._chain(order, groups, stages, body, gather, view)
+        return self._chain(order, groups, stages, gather, tables, aggregate)
 
     def _place(self, body: list[s.Literal], conditions: list[int], placed: set[int],
                bound: set[str], stage: list[s.Literal]) -> None:
@@ -173,8 +186,10 @@ class _Localizer:
                     changed = True
 
     def _chain(self, order: list[str], groups: dict[str, s.Term],
-               stages: list[list[s.Literal]], body: list[s.Literal], gather: bool,
-               view: bool) -> list[s.Rule]:
+               stages: list[list[s.Literal]], gather: bool, tables: bool,
+               aggregate: bool) -> list[s.Rule]:
+        """The rules of the chain: each stage ships what the rest needs (every variable,
+        for an aggregate, which counts bindings) to the next stage's location."""
         rule = self.rule
         head = rule.head
         out: list[s.Rule] = []
@@ -188,6 +203,8 @@ class _Localizer:
                 break
             later = [lit for stage in stages[k + 1:] for lit in stage]
             needed = set(_names(*later, head))
+            if aggregate:
+                needed |= set(_names(*(lit for stage in stages for lit in stage)))
             have = list(dict.fromkeys([*carried, *(n for lit in literals
                                                    for n in _names(lit))]))
             if last:  # gather: the whole binding goes to the head's location
@@ -200,7 +217,7 @@ class _Localizer:
                         and not (isinstance(target, s.Var) and n == target.name)]
             name = self._fresh(_label(target))
             ship = s.Atom(name=name, args=(target, *(s.Var(name=n) for n in keep)),
-                          event=not view, locs=(0,), span=rule.span)
+                          event=not tables, locs=(0,), span=rule.span)
             out.append(s.Rule(head=ship, body=tuple(literals), name=None, span=rule.span))
             incoming = ship
             carried = keep
@@ -219,8 +236,8 @@ class _Localizer:
                      and _label(lit.loc) == target)
         notes = (Note(f"`{first.name}` is located at `{target}` here", first.span),
                  Note(f"rules are localized left to right: an atom at {here} must hold "
-                      f"`{target}` in a field, as `link(@X, {target})` does, to send the "
-                      f"bindings on to `{target}`"))
+                      f"`{target}` in a field, as `link(@{order[k]}, {target})` does, to "
+                      f"send the bindings on to `{target}`"))
         return _Unroutable(Diagnostic(
             "E213", f"cannot route this rule's body: location `{target}` is not reachable "
                     f"from {here}", self.rule.span, notes=notes))

@@ -124,3 +124,41 @@ def test_localized_paths_equal_one_nodes(links: list[tuple], data) -> None:
     for relation in ("path", "reach"):
         assert gathered(engines, relation) == central(PATHS, rows, relation)
 
+
+
+def test_an_aggregate_counts_every_binding_across_locations() -> None:
+    program = "cnt(@X, count<*>) :- a(@X, Y, W), t(@Y, Z)."
+    rows = {"a": [("x", "y", 1), ("x", "y", 2)], "t": [("y", "z")]}
+    _, engines = run(program, "xy", rows)
+    assert gathered(engines, "cnt") == central(program, rows, "cnt") == [("x", 2)]
+
+
+def test_wildcards_never_meet_a_variable_of_the_rule() -> None:
+    program = "p(@X, Y) :- a(@X, Y, _), b(@Y, _1)."
+    rows = {"a": [("x", "y", 1)], "b": [("y", 2)]}
+    _, engines = run(program, "xy", rows)
+    assert gathered(engines, "p") == central(program, rows, "p") == [("x", "y")]
+
+
+def test_a_delete_rule_over_tables_sees_later_rows_at_the_far_node() -> None:
+    program = "delete p(@X, Y) :- a(@X, Y), b(@Y)."
+    assert rewritten(program)[0] == "p_1_at_Y(@Y, X) :- a(@X, Y)."  # a table, not an event
+    rows = {"p": [("x", "y")], "a": [("x", "y")]}
+    net, engines = run(program, "xy", rows)
+    assert engines["x"].rows("p") == [("x", "y")]
+    engines["y"].insert("b", ("y",))  # after a's row travelled: still deletes
+    net.run()
+    assert engines["x"].rows("p") == []
+
+
+def test_two_rules_deriving_one_row_keep_it_until_both_stop() -> None:
+    program = "r(@Z, X) :- a(@X, Z).\nr(@Z, X) :- c(@X, Z)."
+    rows = {"a": [("x", "y")], "c": [("x", "y")]}
+    net, engines = run(program, "xy", rows)
+    assert engines["y"].rows("r") == [("y", "x")]
+    engines["x"].delete("a", ("x", "y"))
+    net.run()
+    assert engines["y"].rows("r") == [("y", "x")]
+    engines["x"].delete("c", ("x", "y"))
+    net.run()
+    assert engines["y"].rows("r") == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from overlog import Engine
+from overlog.limits import recursion_room
 from overlog.stdlib import wire
 from overlog.stdlib.sim import SimNetwork
 
@@ -134,3 +135,30 @@ def test_a_failed_step_sends_nothing_and_forgets_nothing() -> None:
     a.delete("e", ("a", 1))
     net.run()
     assert engines["b"].rows("copy") == []
+
+
+def test_support_tells_one_from_one_point_zero() -> None:
+    program = 'seen(@"hub", V) :- item(@X, V).'
+    net, engines = nodes(program, ["hub", "a", "b"])
+    engines["a"].insert("item", ("a", 1))
+    engines["b"].insert("item", ("b", 1.0))
+    net.run()
+    assert engines["hub"].rows("seen") == [("hub", 1.0), ("hub", 1)]
+    engines["a"].delete("item", ("a", 1))
+    net.run()
+    assert engines["hub"].rows("seen") == [("hub", 1.0)]
+
+
+def test_a_deeply_nested_value_does_not_stop_the_receiver() -> None:
+    deep: tuple = ()
+    for _ in range(990):
+        deep = (deep,)
+    net, engines = nodes("seen(@Y, V) :- item(@X, Y, V).", ["a", "b"])
+    receiver = net.nodes["b"].receiver
+    receiver.take(wire.encode("a", [("insert", "seen", ("b", deep))]))
+    receiver.take(wire.encode("a", [("insert", "seen", ("b", 1))]))
+    net.run()
+    rows = engines["b"].rows("seen")
+    with recursion_room():  # comparing values this deep takes Python's recursion too
+        assert rows == [("b", 1), ("b", deep)]
+    assert receiver.received == 2
