@@ -256,6 +256,18 @@ class Engine:
         of the next step. Safe to call from any thread; wakes a waiting ``run``. Raises
         DeliveryError for an unknown or built-in relation, a wrong number of fields, or a
         value that is not an Overlog value (int, float, str, bool, null, list)."""
+        self._inbox.put(*self._delivery(relation, row, op))
+        self.clock.wake()
+
+    def deliver_many(self, items: Iterable[tuple[str, tuple, str | None]]) -> None:
+        """``deliver`` of (relation, row, op) items at once, in order: all of them, or
+        none and DeliveryError for the first bad one."""
+        checked = [self._delivery(relation, row, op) for relation, row, op in items]
+        if checked:
+            self._inbox.put_many(checked)
+            self.clock.wake()
+
+    def _delivery(self, relation: str, row: tuple, op: str | None) -> tuple[str, str, Row]:
         rel = self.relations.get(relation)
         if rel is None or rel.builtin:
             raise DeliveryError(f"no relation `{relation}` to deliver to")
@@ -271,11 +283,9 @@ class Engine:
             raise DeliveryError(f"`{relation}` has {rel.arity} fields; got "
                                 f"{len(row) if isinstance(row, (tuple, list)) else row!r}")
         try:
-            values = internal_row(row)
+            return kind, relation, internal_row(row)
         except (TypeError, ValueError) as error:
             raise DeliveryError(str(error)) from None
-        self._inbox.put(kind, relation, values)
-        self.clock.wake()
 
     def on_sent(self, hook: Callable[[], None]) -> None:
         """Call ``hook()`` after the ``send`` listeners of each step that sent anything:
@@ -680,12 +690,15 @@ class Engine:
             outbound += [Outbound(row[rule.location], rule.head, op, row)  # type: ignore
                          for row in sorted_rows(rows)]
         report.sent = outbound
-        listeners = [listener for listener in self.listeners if listener.phase == "send"]
+        listeners: dict[tuple[str, str], list[Listener]] = {}  # (relation, op) -> listeners
+        for listener in self.listeners:
+            if listener.phase == "send":
+                for op in ("event", "insert", "delete", "retract") if listener.op is None \
+                        else (listener.op,):
+                    listeners.setdefault((listener.relation, op), []).append(listener)
         for message in outbound:
-            for listener in listeners:
-                if (listener.relation == message.relation
-                        and listener.op in (None, message.op)
-                        and matches(listener.pattern, message.row)):
+            for listener in listeners.get((message.relation, message.op), ()):
+                if listener.pattern is None or matches(listener.pattern, message.row):
                     try:
                         listener.callback(message.row)
                     except Exception as error:

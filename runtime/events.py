@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -108,6 +108,10 @@ class Inbox:
         with self._lock:
             self._items.append((kind, relation, row))
 
+    def put_many(self, items: list[tuple[str, str, tuple]]) -> None:
+        with self._lock:
+            self._items += items
+
     def take(self) -> list[tuple[str, str, tuple]]:
         with self._lock:
             items, self._items = self._items, []
@@ -133,6 +137,8 @@ class EventAPI(Protocol):
     def generate_event(self, relation: str, row: tuple, when: float | None = None) -> None: ...
 
     def deliver(self, relation: str, row: tuple, op: str | None = None) -> None: ...
+
+    def deliver_many(self, items: Iterable[tuple[str, tuple, str | None]]) -> None: ...
 
     def on_sent(self, hook: Callable[[], None]) -> None: ...
 

@@ -38,8 +38,10 @@ class StepReport:
         """Sorted rows of ``relation`` for ``kind`` ("events", "inserted" or "deleted")."""
         found = self._sorted.get((kind, relation))
         if found is None:
-            found = sorted_rows(itertools.chain.from_iterable(
-                self._raw[kind].get(relation, ())))
+            parts = self._raw[kind].get(relation)
+            if not parts:
+                return []
+            found = sorted_rows(itertools.chain.from_iterable(parts))
             self._sorted[(kind, relation)] = found
         return found
 

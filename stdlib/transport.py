@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from overlog.errors import DeliveryError
 from overlog.limits import recursion_room
 from overlog.runtime.events import EventAPI
 from overlog.stdlib import wire
@@ -76,33 +75,48 @@ class Support:
         return forget
 
     def take(self, sender: Any, op: str, relation: str, row: tuple) -> None:
-        """Deliver one tuple from ``sender`` (checked already by the receiver): raises
-        DeliveryError for a value the engine does not take."""
-        with recursion_room():  # values may nest MAX_NESTING deep
-            self._take(sender, op, relation, internal_row(row))
+        """Deliver one tuple from ``sender`` (checked already by the receiver)."""
+        self.take_many(sender, [(op, relation, row)])
 
-    def _take(self, sender: Any, op: str, relation: str, values: tuple) -> None:
-        if op == "event":
-            self.engine.deliver(relation, values)
-            return
-        key = (relation, values)
-        with self._lock:
-            if op == "insert":
-                found = self.senders.get(key)
-                senders = found[0] if found is not None else set()
-                senders.add(sender)
-                self.senders[key] = (senders, self._step())
-            elif op == "retract":
-                found = self.senders.get(key)
-                if found is None or sender not in found[0]:
-                    return  # not supported by it (a duplicate, or never received)
-                found[0].discard(sender)
-                if found[0]:
-                    return
-                del self.senders[key]
-            else:
-                self.senders.pop(key, None)
-            self.engine.deliver(relation, values, "insert" if op == "insert" else "delete")
+    def take_many(self, sender: Any, messages: list[tuple[str, str, tuple]]) -> list:
+        """Deliver (op, relation, row) tuples from ``sender``, checked already by the
+        receiver, at once; returns (message, error) for each whose values the engine
+        cannot take (they are not delivered)."""
+        refused = []
+        converted = []
+        with recursion_room():  # values may nest MAX_NESTING deep
+            for message in messages:
+                try:
+                    converted.append((message[0], message[1], internal_row(message[2])))
+                except (TypeError, ValueError, RecursionError) as error:
+                    refused.append((message, error))
+            deliveries: list[tuple[str, tuple, str | None]] = []
+            with self._lock:
+                step = self._step()
+                for op, relation, values in converted:
+                    if op == "event":
+                        deliveries.append((relation, values, None))
+                        continue
+                    key = (relation, values)
+                    if op == "insert":
+                        found = self.senders.get(key)
+                        senders = found[0] if found is not None else set()
+                        senders.add(sender)
+                        self.senders[key] = (senders, step)
+                    elif op == "retract":
+                        found = self.senders.get(key)
+                        if found is None or sender not in found[0]:
+                            continue  # not supported by it (a duplicate, or never received)
+                        found[0].discard(sender)
+                        if found[0]:
+                            continue
+                        del self.senders[key]
+                    else:
+                        self.senders.pop(key, None)
+                    deliveries.append((relation, values,
+                                       "insert" if op == "insert" else "delete"))
+                self.engine.deliver_many(deliveries)
+        return refused
 
 
 class Transport:
@@ -191,6 +205,7 @@ class Receiver:
             self._drop(error.reason, f"a packet{where}: {error}")
             return
         engine = self.engine
+        taken: list[tuple[str, str, tuple]] = []
         for op, relation, row in packet.messages:
             rel = self.accepts.get(relation)
             problem = None
@@ -205,16 +220,15 @@ class Receiver:
             elif rel.location is not None and row[rel.location] != engine.address:
                 reason, problem = "misaddressed", (f"`{relation}` addressed to "
                                                    f"{row[rel.location]!r}")
-            if problem is None:
-                try:
-                    self.support.take(packet.sender, op, relation, row)
-                except (DeliveryError, RecursionError) as error:
-                    reason, problem = "malformed", f"`{relation}`: {error}"
             if problem is not None:
                 self._drop(reason, f"a tuple from {packet.sender!r}: {problem}")
                 continue
-            with self._lock:
-                self.received += 1
+            taken.append((op, relation, row))
+        refused = self.support.take_many(packet.sender, taken)
+        for (_, relation, _), error in refused:
+            self._drop("malformed", f"a tuple from {packet.sender!r}: `{relation}`: {error}")
+        with self._lock:
+            self.received += len(taken) - len(refused)
 
     def _drop(self, reason: str, text: str) -> None:
         with self._lock:

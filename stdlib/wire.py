@@ -159,7 +159,9 @@ def encode(sender: str, messages: Iterable[tuple[str, str, tuple]],
 
 def room(sender: str, max_size: int, secret: bytes | None = None) -> int:
     """The largest message a packet of at most ``max_size`` bytes from ``sender`` holds."""
-    return max_size - len(frame(sender, [], secret)) - 9  # a count takes 1 byte of 10 here
+    name = len(sender.encode("utf-8"))
+    head = len(MAGIC) + 2 + (max(name, 1).bit_length() + 6) // 7 + name  # sender's varint
+    return max_size - head - 10 - (MAC_BYTES if secret is not None else 0)  # and count's
 
 
 def packets(sender: str, messages: Iterable[bytes], max_size: int,
@@ -180,6 +182,9 @@ def packets(sender: str, messages: Iterable[bytes], max_size: int,
 
 
 # -- decoding ---------------------------------------------------------------------------
+
+_NAMES: dict[bytes, str] = {}  # relation names decoded
+
 
 class _Reader:
     __slots__ = ("at", "data", "end")
@@ -225,7 +230,36 @@ class _Reader:
         except UnicodeDecodeError:
             raise self.fail("string is not UTF-8") from None
 
+    def name(self) -> str:
+        """A relation's name (the same few names over and over: decoded once each)."""
+        size = self.varint()
+        raw = self.take(size)
+        found = _NAMES.get(raw)
+        if found is None:
+            try:
+                found = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.at -= size
+                raise self.fail("string is not UTF-8") from None
+            if len(_NAMES) < 10_000:
+                _NAMES[raw] = found
+        return found
+
     def value(self, depth: int) -> Any:
+        at = self.at
+        if at + 1 < self.end:  # a short string or a small int: most values are
+            tag, size = self.data[at], self.data[at + 1]
+            if size < 0x80:
+                if tag == 6 and at + 2 + size <= self.end:
+                    self.at = at + 2 + size
+                    try:
+                        return self.data[at + 2:at + 2 + size].decode("utf-8")
+                    except UnicodeDecodeError:
+                        self.at = at + 2
+                        raise self.fail("string is not UTF-8") from None
+                if tag == 3:
+                    self.at = at + 2
+                    return (size >> 1) ^ -(size & 1)
         tag = self.byte()
         if tag == 0:
             return None
@@ -294,7 +328,7 @@ def decode(data: bytes, secret: bytes | None = None) -> Packet:
             if code >= len(OPS):
                 reader.at -= 1
                 raise reader.fail(f"unknown operation {code}")
-            relation = reader.string()
+            relation = reader.name()
             arity = reader.varint()
             if arity > end - reader.at:
                 raise reader.fail(f"{arity:,} values announced in {end - reader.at:,} bytes")
