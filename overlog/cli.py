@@ -6,15 +6,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from overlog.api import compile_program
-from overlog.cli_run import UsageError, add_arguments, add_native_argument, run_command
-from overlog.diagnostics import render_all
-from overlog.errors import CompileError
-from overlog.limits import recursion_room, unlimited_int_digits
-from overlog.plan import ProgramPlan, format_program_plan, summary
-from overlog.source import UnreadableSource, read_text
+if TYPE_CHECKING:
+    from overlog.plan import ProgramPlan
+
+# The rest is imported where it is used: the console script re-executes itself before a run
+# (see ``entry``), and ``check`` should not wait for the engine to import.
 
 EXIT_OK, EXIT_PROGRAM, EXIT_USAGE, EXIT_STEPS = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a tool killed by a closed pipe returns
@@ -25,6 +23,8 @@ class _UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from overlog.cli_run import add_arguments, add_native_argument
+
     parser = argparse.ArgumentParser(
         prog="overlog", description="Check, explain and run Overlog programs.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(path: str) -> str:
+    from overlog.source import UnreadableSource, read_text
+
     try:
         return read_text(path)
     except UnreadableSource as error:
@@ -50,8 +52,14 @@ def _read(path: str) -> str:
 
 
 def _compile(path: str, err: TextIO, native_modules: list[str]) -> ProgramPlan | None:
+    # overlog.api.compile_program's policy, without importing the engine (check, explain)
+    from overlog.compile import compile_program
+    from overlog.diagnostics import render_all
+    from overlog.errors import CompileError
+    from overlog.stdlib.natives import Natives
+
     try:
-        plan = compile_program(_read(path), path, native_modules=native_modules)
+        plan = compile_program(_read(path), path, natives=Natives(native_modules).check)
     except CompileError as error:
         print(error.render(), file=err)
         return None
@@ -61,6 +69,8 @@ def _compile(path: str, err: TextIO, native_modules: list[str]) -> ProgramPlan |
 
 
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from overlog.plan import summary
+
     status = EXIT_OK
     for path in args.programs:
         plan = _compile(path, err, args.native)
@@ -75,7 +85,9 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan = _compile(args.program, err, args.native)
     if plan is None:
         return EXIT_PROGRAM
-    from overlog.runtime.spark import THRESHOLD, placement
+    from overlog.plan import format_program_plan
+    from overlog.runtime.memory import THRESHOLD
+    from overlog.runtime.spark import placement
 
     threshold = THRESHOLD if args.spark_threshold is None else args.spark_threshold
     if threshold < 0:
@@ -85,6 +97,8 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from overlog.cli_run import UsageError, run_command
+
     try:
         return run_command(args, out, err)
     except UsageError as error:
@@ -96,6 +110,8 @@ _COMMANDS = {"check": _check, "explain": _explain, "run": _run}
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
+    from overlog.limits import recursion_room, unlimited_int_digits
+
     out = out or sys.stdout
     err = err or sys.stderr
     parser = _parser()
@@ -119,8 +135,9 @@ _REENTRY = ("import sys; sys.path[:1] = [] if sys.path[:1] == [''] else sys.path
 def entry() -> None:
     """The console script. Runs are reproducible across processes only with a fixed string
     hash seed (set iteration order decides which binding draws which f_rand() value), so
-    unless the user chose one, re-execute once with PYTHONHASHSEED=0."""
-    if os.environ.get("PYTHONHASHSEED") is None:
+    unless the user chose one, re-execute a run once with PYTHONHASHSEED=0 (before this
+    module imports anything more: the other commands do not draw random numbers)."""
+    if os.environ.get("PYTHONHASHSEED") is None and "run" in sys.argv[1:2]:
         # not `python -m overlog`, which would put the current directory first on the
         # import path (a `lark.py` beside the program would run): drop it before importing
         env = dict(os.environ, PYTHONHASHSEED="0")

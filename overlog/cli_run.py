@@ -16,10 +16,10 @@ from overlog import syntax as s
 from overlog.csvio import format_row
 from overlog.diagnostics import render
 from overlog.errors import CompileError, OverlogError, ParseError
+from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_value
-from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES
-from overlog.runtime.spark import THRESHOLD as SPARK_THRESHOLD
+from overlog.runtime.memory import THRESHOLD as SPARK_THRESHOLD
 from overlog.source import UnreadableSource, read_text
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 MAX_NESTING = 1000
+# a step's limits (runtime/seminaive.py, Limits): past them it is stopped and rolled back
+MAX_TUPLES = 25_000_000  # new tuples in one step (some GB of memory): more takes --max-tuples
+MAX_ROUNDS = 1_000_000  # semi-naive rounds of one stratum in one step
 _ROOM = 20 * MAX_NESTING  # frames: a few per level of nesting, with a wide margin
 _lock = threading.Lock()
 

@@ -30,7 +30,32 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", '"': '"', "\\": "\\", "'
 @cache
 def _lark() -> Lark:
     grammar = resources.files("overlog").joinpath("grammar.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True)
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
+                cache=_cache_file(grammar))
+
+
+def _cache_file(grammar: str) -> str | bool:
+    """Where lark keeps the parse tables it computed for this grammar (building them takes
+    longer than checking a small program): a file in the user's own cache directory
+    (``$XDG_CACHE_HOME/overlog`` or ``~/.cache/overlog``, made private), named by the
+    grammar's and lark's versions; False (no cache) where that directory cannot be made.
+    Not the shared temporary directory: lark's cache is a pickle, which another user must
+    not be able to plant."""
+    import hashlib
+    import os
+
+    import lark
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(base, "overlog")
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if os.stat(directory).st_uid != os.getuid():
+            return False
+    except (OSError, AttributeError):  # (no getuid: not a POSIX system)
+        return False
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+    return os.path.join(directory, f"grammar-{lark.__version__}-{digest}.lark")
 
 
 def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Program:

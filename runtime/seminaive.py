@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from overlog import plan as p
+from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.printer import format_tuple
 from overlog.runtime.backend import UNCAPPED, Backend, Evaluator, Overflow, PlanFailure, Row
 from overlog.runtime.builtins import ValueFault
@@ -188,8 +189,6 @@ def _count(args: tuple[Counter, Row, int]) -> None:
         del support[row]
 
 
-MAX_TUPLES = 25_000_000  # some GB of memory: more takes --max-tuples
-MAX_ROUNDS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

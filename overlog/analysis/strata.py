@@ -1,4 +1,4 @@
-"""Rule kinds, the in-step dependency graph and its stratification (networkx).
+"""Rule kinds, the in-step dependency graph and its stratification.
 
 Only edges inside a timestep count: view rules and rules with event heads. The buffered writes
 of event rules, delete rules and remote heads land in a later step, so they cannot close a
@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
-import networkx as nx
-
 from overlog import syntax as s
 from overlog.analysis.catalog import Relation
+from overlog.analysis.graph import Digraph, topological
 from overlog.diagnostics import Diagnostic, Note
 from overlog.source import Span
 
@@ -87,9 +86,8 @@ class _Reason:
 
 
 def _dependency_graph(rules: list[tuple[int, s.Rule]],
-                      relations: dict[str, Relation]) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    graph.add_nodes_from(relations)
+                      relations: dict[str, Relation]) -> Digraph:
+    graph = Digraph(relations)
     for index, rule in rules:
         aggregate = next((a for a in rule.head.args if isinstance(a, s.Agg)), None)
         for literal in rule.body:
@@ -103,31 +101,30 @@ def _dependency_graph(rules: list[tuple[int, s.Rule]],
                 source = literal.atom.name
             else:
                 continue
-            if not graph.has_edge(source, rule.head.name):
-                graph.add_edge(source, rule.head.name, reasons=[])
-            graph.edges[source, rule.head.name]["reasons"].append(reason)
+            graph.add_edge(source, rule.head.name).append(reason)
     return graph
 
 
-def _negative_reason(graph: nx.DiGraph, u: str, v: str) -> _Reason | None:
-    return next((r for r in graph.edges[u, v]["reasons"] if r.negative), None)
+def _negative_reason(graph: Digraph, u: str, v: str) -> _Reason | None:
+    return next((r for r in graph.edges[u][v] if r.negative), None)
 
 
-def _cycle_error(graph: nx.DiGraph, component: set[str], rules: dict[int, s.Rule],
+def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
                  ) -> Diagnostic | None:
     candidates = []
-    for u, v in graph.subgraph(component).edges:
-        reason = _negative_reason(graph, u, v)
-        if reason is not None:
-            candidates.append((reason.span.line if reason.span else 0, u, v, reason))
+    for u in component:
+        for v in graph.edges[u]:
+            reason = _negative_reason(graph, u, v) if v in component else None
+            if reason is not None:
+                candidates.append((reason.span.line if reason.span else 0, u, v, reason))
     if not candidates:
         return None
     _, u, v, reason = min(candidates, key=lambda c: (c[0], c[1], c[2]))
-    path = nx.shortest_path(graph.subgraph(component), v, u)  # v ... u, closing u -> v
+    path = graph.shortest_path(v, u, component)  # v ... u, closing u -> v
     cycle = [u, *path]
     notes = [Note(f"`{v}` depends on `{u}` through {reason.how} here", reason.span)]
     for a, b in pairwise(path):
-        step = graph.edges[a, b]["reasons"][0]
+        step = graph.edges[a][b][0]
         notes.append(Note(f"`{b}` depends on `{a}` here", step.span))
     shown = " -> ".join(f"`{name}`" for name in cycle)
     return Diagnostic(
@@ -160,25 +157,24 @@ def stratify(program: s.Program, relations: dict[str, Relation],
     diagnostics = [_negated_event(r) for i, r in in_step if kinds[i] == VIEW]
     diagnostics = [d for d in diagnostics if d is not None]
     by_index = dict(rules)
-    for component in sorted(nx.strongly_connected_components(graph), key=sorted):
+    components = graph.components()
+    for component in sorted(components, key=sorted):
         error = _cycle_error(graph, component, by_index)
         if error is not None:
             diagnostics.append(error)
     if diagnostics:
         return (), (), diagnostics
 
-    condensed = nx.condensation(graph)
-    level: dict[int, int] = {}
-    for node in nx.topological_sort(condensed):
-        level[node] = 0
-        for pred in condensed.predecessors(node):
-            members = condensed.nodes[pred]["members"]
-            negative = any(
-                _negative_reason(graph, a, b) is not None
-                for a in members for b in graph.successors(a)
-                if condensed.graph["mapping"][b] == node)
-            level[node] = max(level[node], level[pred] + (1 if negative else 0))
-    mapping = condensed.graph["mapping"]
+    # a component's stratum: past each one it reads, one more past one it reads negatively
+    mapping = {name: i for i, component in enumerate(components) for name in component}
+    level = [0] * len(components)
+    for node in topological(components, graph):
+        for a in components[node]:
+            for b in graph.edges[a]:
+                later = mapping[b]
+                if later != node:
+                    step = 1 if _negative_reason(graph, a, b) is not None else 0
+                    level[later] = max(level[later], level[node] + step)
     relation_stratum = {name: level[mapping[name]] for name in relations}
 
     infos = tuple(
@@ -200,13 +196,12 @@ def unbounded_recursion(infos: tuple[RuleInfo, ...]) -> list[Diagnostic]:
     head, or an assigned variable), and has no comparison: such a relation obviously grows
     without end (`n(Y) :- n(X), Y := X + 1.`)."""
     views = [info for info in infos if info.kind == VIEW and not info.deferred]
-    graph = nx.DiGraph()
+    graph = Digraph()
     for info in views:
         for literal in info.rule.body:
             if isinstance(literal, s.Atom):
                 graph.add_edge(literal.name, info.rule.head.name)
-    component = {name: i for i, names in enumerate(nx.strongly_connected_components(graph))
-                 for name in names}
+    component = {name: i for i, names in enumerate(graph.components()) for name in names}
     warnings = []
     for info in views:
         rule = info.rule
