@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -53,7 +54,8 @@ class _Net(Transport):
         self.listen = listen
         self.peers = dict(peers or {})
         self.secret = secret
-        self.report = report
+        # what cannot be sent or taken (stderr by default, as the receiver's refusals)
+        self.report = report or (lambda text: print(text, file=sys.stderr))
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
         self.closed = threading.Event()
@@ -116,8 +118,7 @@ class _Net(Transport):
             self.stats[what] += n
 
     def _say(self, text: str) -> None:
-        if self.report is not None:
-            self.report(f"overlog: {self.engine.address}: {text}")
+        self.report(f"overlog: {self.engine.address}: {text}")
 
     def close(self) -> None:
         self.closed.set()
