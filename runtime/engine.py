@@ -319,6 +319,8 @@ class Engine:
 
     def next_time(self) -> float | None:
         """When the next timed input is due: a queued event or a soft-state expiry."""
+        if not self.soft:
+            return self.queue.next_time()
         times = [self.queue.next_time(), *(s.next_expiry() for s in self.soft.values())]
         return min((t for t in times if t is not None), default=None)
 
@@ -326,10 +328,10 @@ class Engine:
     def idle(self) -> bool:
         """Nothing to do now: no pending change or delivery, no due event, and no rule
         without positive atoms waiting for the first step to fire it."""
+        if self.pending or self._inbox or (self.step_count == 0 and self._fires_at_start):
+            return False
         upcoming = self.next_time()
-        return (not self.pending and not self._inbox
-                and (upcoming is None or upcoming > max(self.now, self.clock.now()))
-                and (self.step_count > 0 or not self._fires_at_start))
+        return upcoming is None or upcoming > max(self.now, self.clock.now())
 
     # -- running ------------------------------------------------------------------------
 
