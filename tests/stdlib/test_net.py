@@ -24,7 +24,7 @@ from tests.goldens import run_cli
 ROOT = Path(__file__).parents[2]
 PROGRAM = """
 link(@"a", "b"). link(@"b", "c"). link(@"c", "a"). link(@"a", "c").
-hello[@Y, X] :- periodic[@X, _, 0.1, 25], link(@X, Y).
+hello[@Y, X] :- periodic[@X, _, 0.1, infinity], link(@X, Y).
 nbr(@X, Y) :- hello[@X, Y].
 reach(@X, Y) :- nbr(@X, Y).
 reach(@X, Z) :- nbr(@X, Y), reach(@Y, Z).
@@ -58,15 +58,15 @@ def test_three_processes_reach_what_the_simulated_network_reaches(
         tmp_path: Path, transport: str) -> None:
     (tmp_path / "p.olg").write_text(PROGRAM)
     code, out, err = run_cli(["run", "p.olg", "--nodes", "a,b,c", "--latency", "1",
-                              "--format", "jsonl", "--print", "nbr", "--print", "reach"],
-                             tmp_path)
+                              "--until", "5", "--format", "jsonl", "--print", "nbr",
+                              "--print", "reach"], tmp_path)
     assert (code, err) == (0, "")
     expected = {name: final_rows(out, name) for name in "abc"}
     assert expected["b"] == [("nbr", "b", "a"), ("reach", "b", "a"), ("reach", "b", "b"),
                              ("reach", "b", "c")]
     ports = dict(zip("abc", free_ports(3), strict=True))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    processes = {name: subprocess.Popen(node_command(name, ports, transport, "--until", "4"),
+    processes = {name: subprocess.Popen(node_command(name, ports, transport, "--until", "5"),
                                         cwd=tmp_path, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=env)
                  for name in "abc"}
