@@ -685,14 +685,7 @@ class Fixpoint:
             if rule.plan.index in self.sent:
                 self._remote_view(rule, counted)
                 continue
-            rows: list[Row] = []
-            new = {t.relation: store.added(t.relation) for t in rule.triggers}
-            if self.initial and rule.start is not None:
-                rows.extend(rule.run(rule.start, ()))
-            for trigger in rule.triggers:
-                seed = new[trigger.relation]
-                if seed:
-                    rows.extend(rule.run(trigger.insert, seed, new, trigger.relation))
+            rows = self._on_new(rule)
             if rule.aggregation is not None:
                 fresh = rule.evaluate_groups(rows, store) if rows else {}
                 rows = [*fresh.values(), *rule.zero_rows(store, fresh)]
@@ -737,15 +730,7 @@ class Fixpoint:
             rows = set(self._whole(rule))
             added, gone = rows - sent, sent - rows
         else:
-            found: list[Row] = []
-            new = {t.relation: store.added(t.relation) for t in rule.triggers}
-            if self.initial and rule.start is not None:
-                found.extend(rule.run(rule.start, ()))
-            for trigger in rule.triggers:
-                seed = new[trigger.relation]
-                if seed:
-                    found.extend(rule.run(trigger.insert, seed, new, trigger.relation))
-            added, gone = set(found) - sent, set()
+            added, gone = set(self._on_new(rule)) - sent, set()
         if not added and not gone:
             return
         rules = self.sent_by[rule.head]
@@ -757,6 +742,20 @@ class Fixpoint:
         rules.subtract(gone)
         store.on_rollback(_forget_sent, (sent, rules, added, gone))
         self.firings[rule.plan.label] += len(added)
+
+    def _on_new(self, rule: _Rule) -> list[Row]:
+        """What a deferred rule derives from the step's new rows (and, at the first step,
+        what a rule without atoms derives)."""
+        store = self.store
+        rows: list[Row] = []
+        new = {t.relation: store.added(t.relation) for t in rule.triggers}
+        if self.initial and rule.start is not None:
+            rows.extend(rule.run(rule.start, ()))
+        for trigger in rule.triggers:
+            seed = new[trigger.relation]
+            if seed:
+                rows.extend(rule.run(trigger.insert, seed, new, trigger.relation))
+        return rows
 
     def _whole(self, rule: _Rule) -> Iterable[Row]:
         """Every row a deferred rule derives from the current tables."""

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from overlog.runtime.events import EventAPI
@@ -104,6 +104,15 @@ class _Net(Transport):
     def _send(self, target: Endpoint, packet: bytes) -> None:
         raise NotImplementedError
 
+    def _until_closed(self, wait: Callable[[], Any]) -> Iterator[Any]:
+        """What ``wait()`` returns, over and over, until the transport closes (a socket
+        with a timeout: a timeout or an error before closing just waits again)."""
+        while not self.closed.is_set():
+            try:
+                yield wait()
+            except OSError:  # (TimeoutError included)
+                continue
+
     def _take(self, data: bytes, source: str) -> None:
         """A packet to the receiver; a failure of ours is reported, and the thread goes on
         receiving."""
@@ -139,15 +148,7 @@ class UdpTransport(_Net):
         self._thread(self._serve)
 
     def _serve(self) -> None:
-        while not self.closed.is_set():
-            try:
-                data, source = self.socket.recvfrom(1 << 16)
-            except TimeoutError:
-                continue
-            except OSError:
-                if self.closed.is_set():
-                    return
-                continue
+        for data, source in self._until_closed(lambda: self.socket.recvfrom(1 << 16)):
             self._count("packets received")
             self._take(data, f"{source[0]}:{source[1]}")
 
@@ -183,15 +184,7 @@ class TcpTransport(_Net):
         self._thread(self._accept)
 
     def _accept(self) -> None:
-        while not self.closed.is_set():
-            try:
-                connection, source = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if self.closed.is_set():
-                    return
-                continue
+        for connection, source in self._until_closed(self.server.accept):
             self.threads = [t for t in self.threads if t.is_alive()]
             if len(self.threads) > CONNECTIONS:  # one thread each: refuse beyond the cap
                 connection.close()
