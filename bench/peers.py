@@ -42,6 +42,26 @@ def floor_sg(parent: list[tuple]) -> int:
     return len(sg)
 
 
+def floor_sssp(edges: list[tuple]) -> int:
+    """Dijkstra from node 0 with a heap: the pure-Python floor (nodes reached, 0 included)."""
+    import heapq
+
+    out: dict = defaultdict(list)
+    for a, b, w in edges:
+        out[a].append((b, w))
+    dist = {0: 0}
+    heap = [(0, 0)]
+    while heap:
+        d, x = heapq.heappop(heap)
+        if d > dist[x]:
+            continue
+        for y, w in out.get(x, ()):
+            if y not in dist or d + w < dist[y]:
+                dist[y] = d + w
+                heapq.heappush(heap, (d + w, y))
+    return len(dist)
+
+
 def duckdb_tc(edges: list[tuple]) -> int:
     import duckdb
 

@@ -10,6 +10,12 @@ SG = ("sg(X, Y) :- parent(X, P), parent(Y, P), X != Y.\n"
 SSSP = ('sp(Y, C) :- edge(0, Y, C).\n'
         'sp(Z, C) :- sp(Y, C1), edge(Y, Z, C2), C := C1 + C2.\n'
         'best(Y, min<C>) :- sp(Y, C).\n')
+# single-source shortest paths written the natural way: a recursive min, or a min over a view
+SSSP_RECURSIVE = ('dist(0, 0).\n'
+                  'dist(Y, min<C>) :- dist(X, C1), edge(X, Y, W), C := C1 + W.\n')
+SSSP_VIEW = ('hop(Y, C) :- edge(0, Y, C).\n'
+             'hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.\n'
+             'best(Y, min<C>) :- hop(Y, C).\n')
 PINGPONG = "pong[X] :- ping[X].\n"
 FACTS_RULE = "reach(X, Y) :- link(X, Y, _).\n"
 
@@ -56,3 +62,14 @@ def weighted_layers(layers: int, width: int, seed: int = 2) -> list[tuple[int, i
             for k in rng.sample(range(width), 2):
                 edges.append((base + j, nxt + k, rng.randint(1, 9)))
     return edges
+
+
+def weighted_random(nodes: int, arcs: int, seed: int = 3) -> list[tuple[int, int, int]]:
+    """A random digraph (cycles and all) with weights 1..100."""
+    rng = random.Random(seed)
+    found: dict[tuple[int, int], int] = {}
+    while len(found) < arcs:
+        a, b = rng.randrange(nodes), rng.randrange(nodes)
+        if a != b and (a, b) not in found:
+            found[(a, b)] = rng.randint(1, 100)
+    return [(a, b, w) for (a, b), w in sorted(found.items())]

@@ -304,6 +304,9 @@ class StratumPlan:
     index: int
     relations: tuple[str, ...]
     rules: tuple[int, ...]  # rule indexes
+    # a recursive min/max: its aggregate rules' triggers emit candidate head rows, of which
+    # the fixpoint keeps each group's best
+    monotone: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -474,7 +477,8 @@ def format_program_plan(plan: ProgramPlan,
             text += "  (built-in)"
         lines.append(text.rstrip())
     for stratum in plan.strata:
-        lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}"]
+        kind = " (recursive min/max)" if stratum.monotone else ""
+        lines += ["", f"stratum {stratum.index}: {', '.join(stratum.relations)}{kind}"]
         lines += [f"  {line}" for line in (placement or {}).get(stratum.index, ())]
         lines += [_indent(format_rule_plan(plan.rules[i])) for i in stratum.rules]
     if plan.deferred:

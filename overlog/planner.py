@@ -341,7 +341,9 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
                          groups=replace(groups, aggregate=aggregate), zero=zero)
 
 
-def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
+def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.RulePlan:
+    """A rule's plans; ``monotone`` for a rule of a recursive min/max stratum, whose
+    aggregate triggers emit candidate head rows (the aggregate's argument in its column)."""
     rule = info.rule
     terms = _Terms()
     head = rule.head
@@ -356,6 +358,9 @@ def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
     # over-deletion for views, and for aggregates in the fixpoint (a group that loses rows
     # is recomputed); only views follow the rows leaving a negated relation
     deleting = view or (agg is not None and not info.deferred)
+    # a recursive min/max: triggers emit candidate head rows (the fixpoint keeps each
+    # group's best); over-deletion still finds the groups removed rows reach
+    candidates = p.Project(terms=_head_terms(head)) if monotone and agg is not None else None
     triggers = []
     for i, literal in enumerate(rule.body):
         negated = isinstance(literal, s.Negation)
@@ -363,9 +368,14 @@ def plan_rule(info: RuleInfo, relations: dict) -> p.RulePlan:
             continue
         insert = plan_body(rule.body, i, project, terms=terms)
         atom = literal.atom if negated else literal  # type: ignore[union-attr]
+        delete = over_deletion(insert) if deleting else None
+        if candidates is not None:
+            insert = plan_body(rule.body, i, candidates, terms=terms)
         triggers.append(p.Trigger(relation=atom.name, literal=i, negated=negated, insert=insert,
-                                  delete=over_deletion(insert) if deleting else None))
-    start = plan_body(rule.body, None, project, terms=terms) if info.fires_at_start else None
+                                  delete=delete))
+    start = None
+    if info.fires_at_start:
+        start = plan_body(rule.body, None, candidates or project, terms=terms)
     rederive = None
     if view and agg is None:
         rederive = plan_body(rule.body, None, replace(project, unless_in=None),
@@ -419,8 +429,11 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
                   if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
     return p.ProgramPlan(
         path=checked.source.path, relations=checked.relations,
-        rules=tuple(plan_rule(info, checked.relations) for info in checked.rules),
-        strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules)
+        rules=tuple(plan_rule(info, checked.relations, info.stratum is not None
+                              and checked.strata[info.stratum].monotone)
+                    for info in checked.rules),
+        strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules,
+                                   monotone=st.monotone)
                      for st in checked.strata),
         facts=facts, timers=_timers(program),
         handlers=tuple(p.NativeHandler(relation=f.atom.args[0].value,  # type: ignore

@@ -182,6 +182,32 @@ def _restore_group(args: tuple[dict, tuple, Row | None]) -> None:
         state[key] = row
 
 
+def _restore_groups(args: tuple[dict, dict]) -> None:
+    groups, before = args
+    for key, row in before.items():
+        if row is None:
+            groups.pop(key, None)
+        else:
+            groups[key] = row
+
+
+def _restore_best(args: tuple[dict, str, dict]) -> None:
+    best, head, groups = args
+    best[head] = groups
+
+
+def _better(rule: _Rule, value: Any, than: Any) -> bool:
+    """Whether ``value`` is strictly better than ``than`` for a recursive min/max; values
+    that do not compare fail the rule (E301)."""
+    try:
+        if rule.aggregation.function == "min":  # type: ignore[union-attr]
+            return value < than
+        return value > than
+    except TypeError as error:
+        raise EvaluationError("E301", rule.plan, comparison_error(str(error))
+                              or str(error)) from None
+
+
 def _count(args: tuple[Counter, Row, int]) -> None:
     support, row, delta = args
     support[row] += delta
@@ -294,6 +320,13 @@ class Fixpoint:
                 [r for r in rules if not r.head_event and r.aggregation is None],
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
+        self.monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
+        # the head of each recursive min/max: group -> its row now (derived rows only)
+        self.best: dict[str, dict[tuple, Row]] = {
+            r.head: {} for r in self.rules
+            if r.aggregation is not None and r.plan.stratum in self.monotone}
+        self._floor: dict[str, dict[tuple, Any]] = {}  # group -> best asserted value
+        self._improved = False  # a recursive min/max replaced a row this evaluation
         self.deferred = [r for r in self.rules if r.plan.deferred]
         # a view rule with a remote head: the rows it derives now (see _remote_view), the
         # relations it reads positively and negatively, and for each such head how many of
@@ -312,6 +345,7 @@ class Fixpoint:
                     {op.relation for plan in plans for op in plan.operators
                      if isinstance(op, p.AntiJoin)})
         self.keyed = {name: rel.keyed for name, rel in relations.items()}
+        self.arity = {name: rel.arity for name, rel in relations.items()}
         self.aggregate_state: dict[int, dict[tuple, Row]] = {
             r.plan.index: {} for r in self.rules if r.aggregation and not r.head_event}
         self.view_heads = {r.head for r in self.rules
@@ -336,8 +370,11 @@ class Fixpoint:
         self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
-        for views, events, aggregates in self.strata:
-            self._stratum(views, events, aggregates)
+        for index, (views, events, aggregates) in enumerate(self.strata):
+            if index in self.monotone:
+                self._monotone(views, aggregates)
+            else:
+                self._stratum(views, events, aggregates)
         return self._deferred()
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
@@ -441,6 +478,89 @@ class Fixpoint:
                 store.add_many(head, new)
                 self.firings[label] += len(new)
         return True
+
+    def _monotone(self, views: list[_Rule], aggregates: list[_Rule]) -> None:
+        """A recursive min/max: semi-naive on each group's improvements, from the step's new
+        rows; afresh at the first step and when rows it reads went (or asserted rows of its
+        heads changed). A view of the stratum that read a row since improved is evaluated
+        again at the end, from the final rows (it would otherwise keep what the worse value
+        derived)."""
+        rules = [*views, *aggregates]
+        plus, minus = self._snapshot(rules)
+        heads = {rule.head for rule in aggregates}
+        afresh = self.initial or any(
+            (plus if trigger.negated else minus).get(trigger.relation)
+            for rule in rules for trigger in rule.triggers) or any(
+            plus.get(head) or minus.get(head) for head in heads)
+        store = self.store
+        self._floor = {}
+        for rule in aggregates:
+            position = rule.aggregation.position  # type: ignore[union-attr]
+            floor = self._floor.setdefault(rule.head, {})
+            for row in store.asserted(rule.head):
+                key = row[:position] + row[position + 1:]
+                if key not in floor or _better(rule, row[position], floor[key]):
+                    floor[key] = row[position]
+        self._improved = False
+        if afresh:
+            for head in heads:
+                store.on_rollback(_restore_best, (self.best, head, self.best[head]))
+                self.best[head] = {}
+            self._insert(rules, {}, {}, self._recompute(rules))
+        else:
+            self._insert(rules, plus, minus)
+        if self._improved and views:
+            self._insert(views, {}, {}, self._recompute(views))
+
+    def _improve(self, rule: _Rule, rows: Collection[Row], delta: dict[str, set[Row]],
+                 ) -> None:
+        """Each group's candidate ``rows`` of a recursive min/max replace its row where the
+        best of them is better (and better than its asserted rows); what changed goes to
+        ``delta``."""
+        head = rule.head
+        position = rule.aggregation.position  # type: ignore[union-attr]
+        last = position == self.arity[head] - 1
+        best = self.best[head]
+        current = best.get
+        found: dict[tuple, Row] = {}  # group -> its best candidate, where it improves
+        minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
+        try:
+            for row in rows:
+                key = row[:position] if last else row[:position] + row[position + 1:]
+                held = found.get(key) or current(key)
+                if held is None or (row[position] < held[position] if minimum
+                                    else row[position] > held[position]):
+                    found[key] = row
+            floor = self._floor.get(head)
+            if floor:
+                found = {key: row for key, row in found.items()
+                         if key not in floor or _better(rule, row[position], floor[key])}
+        except TypeError as error:
+            raise EvaluationError("E301", rule.plan, comparison_error(str(error))
+                                  or str(error)) from None
+        if not found:
+            return
+        store = self.store
+        before = {key: current(key) for key in found}
+        store.on_rollback(_restore_groups, (best, before))
+        replaced = {row for row in before.values() if row is not None}
+        if replaced:
+            store.remove_many(head, replaced)
+            this_round = delta.get(head)
+            if this_round is not None and replaced & this_round:  # improved twice in a round
+                delta[head] = this_round - replaced
+                replaced -= this_round
+            if replaced:
+                self._improved = True  # rows of the stratum's views may rest on them
+        best.update(found)
+        new = set(found.values())
+        if self.keyed[head]:
+            for row in new:
+                self._add_derived(rule, row)
+        else:
+            store.add_many(head, new)
+        self.firings[rule.plan.label] += len(new)
+        delta[head] = delta[head] | new if head in delta else new
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         touched: set[tuple] = set()
@@ -628,6 +748,9 @@ class Fixpoint:
             delta = {}
             for rule, rows in found.items():
                 head = rule.head
+                if rule.aggregation is not None:  # a recursive min/max
+                    self._improve(rule, rows, delta)
+                    continue
                 if self.keyed[head]:
                     for row in rows:
                         if self._add_derived(rule, row):

@@ -261,6 +261,9 @@ def return_type(fn: Callable) -> str | None:
     return found.get(kinds.pop()) if len(kinds) == 1 else None
 
 
+RECURSIVE = "a recursive min/max runs on the local backend"
+
+
 def stratum_reason(plan: p.ProgramPlan, index: int,
                    user: Mapping[str, Callable] | None = None) -> str | None:
     """Why a stratum's view rules never run on Spark (None: they may, or it has none)."""
@@ -268,6 +271,8 @@ def stratum_reason(plan: p.ProgramPlan, index: int,
     views = [r for r in rules if not r.head_event and r.aggregation is None]
     if not views:
         return None
+    if plan.strata[index].monotone:
+        return RECURSIVE
     if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
         return "a head that an aggregate also writes"
     return static_reason(views, {name: rel.arity for name, rel in plan.relations.items()},
@@ -319,7 +324,7 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
             lines.append("views run " + (where if reason is None else f"locally ({reason})"))
         for rule in rules:
             if rule.aggregation is not None and not rule.head_event:
-                reason = static_reason([rule], arity)
+                reason = RECURSIVE if stratum.monotone else static_reason([rule], arity)
                 lines.append(f"{rule.label} runs " + (where if reason is None
                                                       else f"locally ({reason})"))
         notes[stratum.index] = lines or ["event rules run locally"]
@@ -1293,7 +1298,9 @@ class SparkStrata:
                 {stratum.index: reason for stratum in self.plan.strata
                  if (reason := stratum_reason(self.plan, stratum.index, self.user))},
                 {rule.index: reason for rule in self.plan.rules if rule.aggregation
-                 if (reason := static_reason([rule], arity, self.user))})
+                 if (reason := RECURSIVE if rule.stratum is not None
+                     and self.plan.strata[rule.stratum].monotone
+                     else static_reason([rule], arity, self.user))})
         return self._never
 
     @staticmethod

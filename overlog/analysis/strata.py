@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from overlog import syntax as s
+from overlog.analysis import monotone
 from overlog.analysis.catalog import Relation
 from overlog.analysis.graph import Digraph, topological
 from overlog.diagnostics import Diagnostic, Note
@@ -49,6 +50,7 @@ class Stratum:
     index: int
     relations: tuple[str, ...]
     rules: tuple[int, ...]  # rule indexes
+    monotone: bool = False  # a recursive min/max (overlog/analysis/monotone.py)
 
 
 def body_location(rule: s.Rule) -> s.Term | None:
@@ -110,7 +112,11 @@ def _negative_reason(graph: Digraph, u: str, v: str) -> _Reason | None:
 
 
 def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
-                 ) -> Diagnostic | None:
+                 ) -> Diagnostic | bool:
+    """E214 (or E228) for a component with a negative edge inside it, unless its only
+    negative edges are `min`/`max` aggregates that can be evaluated as a recursive min/max
+    (overlog/analysis/monotone.py): then True (a monotone component); False for a component
+    without negative edges."""
     candidates = []
     for u in component:
         for v in graph.edges[u]:
@@ -118,15 +124,23 @@ def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
             if reason is not None:
                 candidates.append((reason.span.line if reason.span else 0, u, v, reason))
     if not candidates:
-        return None
-    _, u, v, reason = min(candidates, key=lambda c: (c[0], c[1], c[2]))
+        return False
+    negations = [c for c in candidates if c[3].how == "negation"]
+    refused = None
+    if not negations:
+        cycle = [rule for rule in rules.values() if rule.head.name in component]
+        refused = monotone.refusal(cycle)
+        if refused is None:
+            return monotone.check(cycle) or True
+    _, u, v, reason = min(negations or candidates, key=lambda c: (c[0], c[1], c[2]))
     path = graph.shortest_path(v, u, component)  # v ... u, closing u -> v
-    cycle = [u, *path]
     notes = [Note(f"`{v}` depends on `{u}` through {reason.how} here", reason.span)]
     for a, b in pairwise(path):
         step = graph.edges[a][b][0]
         notes.append(Note(f"`{b}` depends on `{a}` here", step.span))
-    shown = " -> ".join(f"`{name}`" for name in cycle)
+    if refused is not None:
+        notes.append(refused)
+    shown = " -> ".join(f"`{name}`" for name in [u, *path])
     return Diagnostic(
         "E214", f"cannot stratify: `{v}` depends on itself through {reason.how} "
         f"(cycle {shown})", rules[reason.rule].span, notes=tuple(notes))
@@ -156,16 +170,21 @@ def stratify(program: s.Program, relations: dict[str, Relation],
 
     diagnostics = [_negated_event(r) for i, r in in_step if kinds[i] == VIEW]
     diagnostics = [d for d in diagnostics if d is not None]
-    by_index = dict(rules)
+    by_index = dict(in_step)
     components = graph.components()
-    for component in sorted(components, key=sorted):
-        error = _cycle_error(graph, component, by_index)
-        if error is not None:
-            diagnostics.append(error)
+    monotone_parts: set[int] = set()  # components that are a recursive min/max
+    for part in sorted(range(len(components)), key=lambda i: sorted(components[i])):
+        found = _cycle_error(graph, components[part], by_index)
+        if isinstance(found, Diagnostic):
+            diagnostics.append(found)
+        elif found:
+            monotone_parts.add(part)
     if diagnostics:
         return (), (), diagnostics
 
-    # a component's stratum: past each one it reads, one more past one it reads negatively
+    # a component's level: past each one it reads, one more past one it reads negatively;
+    # a recursive min/max is a stratum of its own, one past what it reads and before what
+    # reads it (it runs alone, from complete inputs, to a final result)
     mapping = {name: i for i, component in enumerate(components) for name in component}
     level = [0] * len(components)
     for node in topological(components, graph):
@@ -173,20 +192,30 @@ def stratify(program: s.Program, relations: dict[str, Relation],
             for b in graph.edges[a]:
                 later = mapping[b]
                 if later != node:
-                    step = 1 if _negative_reason(graph, a, b) is not None else 0
+                    step = 1 if (_negative_reason(graph, a, b) is not None
+                                 or node in monotone_parts or later in monotone_parts) else 0
                     level[later] = max(level[later], level[node] + step)
-    relation_stratum = {name: level[mapping[name]] for name in relations}
+    # strata in order of level; at one level, the other components, then each recursive
+    # min/max alone
+    slots = {(level[part], 0) for part in range(len(components))
+             if part not in monotone_parts}
+    slots |= {(level[part], 1 + part) for part in monotone_parts}
+    order = {slot: n for n, slot in enumerate(sorted(slots))}
+    part_stratum = [order[(level[part], 1 + part if part in monotone_parts else 0)]
+                    for part in range(len(components))]
+    relation_stratum = {name: part_stratum[mapping[name]] for name in relations}
+    monotone_strata = {part_stratum[part] for part in monotone_parts}
 
     infos = tuple(
         RuleInfo(index=i, rule=r, kind=kinds[i], remote=remote[i],
                  stratum=relation_stratum[r.head.name] if (i, r) in in_step else None)
         for i, r in rules)
-    count = max(relation_stratum.values(), default=-1) + 1
     strata = tuple(
         Stratum(index=n,
                 relations=tuple(name for name in relations if relation_stratum[name] == n),
-                rules=tuple(info.index for info in infos if info.stratum == n))
-        for n in range(count))
+                rules=tuple(info.index for info in infos if info.stratum == n),
+                monotone=n in monotone_strata)
+        for n in range(len(order)))
     return infos, strata, []
 
 

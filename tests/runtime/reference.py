@@ -174,14 +174,38 @@ def view_rules(program: s.Program) -> list[s.Rule]:
     return views
 
 
+def recursive_rules(rules: list[s.Rule]) -> list[s.Rule]:
+    """The rules whose head feeds (through rules) one of their own body atoms."""
+    feeds: dict[str, set[str]] = defaultdict(set)  # relation -> the heads reading it
+    for rule in rules:
+        for literal in rule.body:
+            atom = literal.atom if isinstance(literal, s.Negation) else literal
+            if isinstance(atom, s.Atom):
+                feeds[atom.name].add(rule.head.name)
+    found = []
+    for rule in rules:
+        reached, todo = set(), [rule.head.name]
+        while todo:
+            for name in feeds[todo.pop()] - reached:
+                reached.add(name)
+                todo.append(name)
+        if any(isinstance(lit, s.Atom) and lit.name in reached for lit in rule.body):
+            found.append(rule)
+    return found
+
+
 def levels(rules: list[s.Rule]) -> dict[str, int]:
     """Stratum levels: a head sits at or above each positive input and strictly above each
-    negated or aggregated one. Raises if no such levels exist (a cycle through them)."""
+    negated or aggregated one, but for recursive `min` and `max`. Raises if no such levels
+    exist (a cycle through them)."""
     level: dict[str, int] = defaultdict(int)
+    recursive = recursive_rules(rules)
     for _ in range(len(rules) + 2):
         changed = False
         for rule in rules:
-            strict = _aggregate_of(rule) is not None
+            agg = _aggregate_of(rule)
+            strict = agg is not None and not (rule in recursive
+                                              and agg[1].func in ("min", "max"))
             for literal in rule.body:
                 if isinstance(literal, s.Atom):
                     need = level[literal.name] + (1 if strict else 0)
@@ -197,25 +221,61 @@ def levels(rules: list[s.Rule]) -> dict[str, int]:
     raise ValueError("not stratifiable")
 
 
+def _best_of(rules: list[s.Rule], base: set, db: dict[str, set]) -> set[tuple]:
+    """A recursive min/max head: per group, the best candidate of all its rules, where it is
+    better than the group's base rows (which stay)."""
+    position, agg = _aggregate_of(rules[0])  # type: ignore[misc]
+    better = (lambda x, y: x < y) if agg.func == "min" else (lambda x, y: x > y)
+    best: dict[tuple, Any] = {}
+    for rule in rules:
+        for row in _derive(rule, db):
+            key = row[:position] + row[position + 1:]
+            if key not in best or better(row[position], best[key]):
+                best[key] = row[position]
+    for row in base:
+        key = row[:position] + row[position + 1:]
+        if key in best and not better(best[key], row[position]):
+            del best[key]
+    return set(base) | {(*key[:position], v, *key[position:]) for key, v in best.items()}
+
+
 def closure(program: s.Program, base: dict[str, set]) -> dict[str, set]:
-    """Every persistent relation: its base tuples plus what the view rules derive."""
+    """Every persistent relation: its base tuples plus what the view rules derive. A level
+    whose `min`/`max` aggregates are recursive is iterated from its base rows, every rule
+    evaluated in full each time, until nothing changes (aggregates only improve)."""
     rules = view_rules(program)
     names = {node.name for node in s.walk(program)
              if isinstance(node, s.Atom) and not node.event}
     db = {name: set(base.get(name, ())) for name in names}
     level = levels(rules)
+    aggregates = [r for r in recursive_rules(rules) if _aggregate_of(r) is not None]
     for n in sorted(set(level.values())):
         here = [r for r in rules if level.get(r.head.name, 0) == n]
+        # an aggregated head of a cycle: each of its rules is a recursive min/max
+        recursive = [r for r in here if r.head.name in {a.head.name for a in aggregates}]
         for rule in here:  # aggregates read lower levels only: once is enough
-            if _aggregate_of(rule) is not None:
+            if _aggregate_of(rule) is not None and rule not in recursive:
                 db[rule.head.name] |= _derive(rule, db)
         plain = [r for r in here if _aggregate_of(r) is None]
+        if recursive:
+            heads = {r.head.name for r in plain + recursive}
+            while True:
+                new = {h: set(base.get(h, ())) for h in heads}
+                for rule in plain:
+                    new[rule.head.name] |= _derive(rule, db)
+                for head in {r.head.name for r in recursive}:
+                    new[head] = _best_of([r for r in recursive if r.head.name == head],
+                                         base.get(head, set()), db)
+                if all(new[h] == db[h] for h in heads):
+                    break
+                db.update(new)
+            continue
         changed = True
         while changed:
             changed = False
             for rule in plain:
-                new = _derive(rule, db) - db[rule.head.name]
-                if new:
-                    db[rule.head.name] |= new
+                new_rows = _derive(rule, db) - db[rule.head.name]
+                if new_rows:
+                    db[rule.head.name] |= new_rows
                     changed = True
     return db
