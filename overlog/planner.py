@@ -359,20 +359,17 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.Rule
     # is recomputed); only views follow the rows leaving a negated relation
     deleting = view or (agg is not None and not info.deferred)
     # a recursive min/max: triggers emit candidate head rows (the fixpoint keeps each
-    # group's best); over-deletion still finds the groups removed rows reach
+    # group's best), over-deletion the candidates removed rows took away
     candidates = p.Project(terms=_head_terms(head)) if monotone and agg is not None else None
     triggers = []
     for i, literal in enumerate(rule.body):
         negated = isinstance(literal, s.Negation)
         if not isinstance(literal, s.Atom) and not (negated and view):
             continue
-        insert = plan_body(rule.body, i, project, terms=terms)
+        insert = plan_body(rule.body, i, candidates or project, terms=terms)
         atom = literal.atom if negated else literal  # type: ignore[union-attr]
-        delete = over_deletion(insert) if deleting else None
-        if candidates is not None:
-            insert = plan_body(rule.body, i, candidates, terms=terms)
         triggers.append(p.Trigger(relation=atom.name, literal=i, negated=negated, insert=insert,
-                                  delete=delete))
+                                  delete=over_deletion(insert) if deleting else None))
     start = None
     if info.fires_at_start:
         start = plan_body(rule.body, None, candidates or project, terms=terms)

@@ -321,12 +321,19 @@ class Fixpoint:
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
         self.monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
+        # recursive min/max strata whose views each read at most one of the stratum's
+        # relations: the rows a replaced row derived are found by over-deleting from it
+        self.linear = {stratum.index for stratum in plan.strata if stratum.monotone and all(
+            sum(t.relation in stratum.relations for t in self.rules[i].triggers
+                if not t.negated) <= 1
+            for i in stratum.rules if self.rules[i].aggregation is None)}
         # the head of each recursive min/max: group -> its row now (derived rows only)
         self.best: dict[str, dict[tuple, Row]] = {
             r.head: {} for r in self.rules
             if r.aggregation is not None and r.plan.stratum in self.monotone}
         self._floor: dict[str, dict[tuple, Any]] = {}  # group -> best asserted value
-        self._improved = False  # a recursive min/max replaced a row this evaluation
+        # the rows a recursive min/max replaced in this evaluation (once seen by its rules)
+        self._replaced: dict[str, set[Row]] = defaultdict(set)
         self.deferred = [r for r in self.rules if r.plan.deferred]
         # a view rule with a remote head: the rows it derives now (see _remote_view), the
         # relations it reads positively and negatively, and for each such head how many of
@@ -481,17 +488,16 @@ class Fixpoint:
 
     def _monotone(self, views: list[_Rule], aggregates: list[_Rule]) -> None:
         """A recursive min/max: semi-naive on each group's improvements, from the step's new
-        rows; afresh at the first step and when rows it reads went (or asserted rows of its
-        heads changed). A view of the stratum that read a row since improved is evaluated
-        again at the end, from the final rows (it would otherwise keep what the worse value
-        derived)."""
+        rows. When rows it reads went, what rested on them goes first (the groups they
+        reach lose their rows, DRed-style) and those groups are recomputed from what
+        remains; afresh at the first step, when that would remove a quarter of the
+        stratum, or when asserted rows of its relations changed. At the end, what the
+        stratum's views derived from rows since improved goes (over-deleted from those
+        rows and rederived, or the views evaluated again when one reads two of the
+        stratum's relations): they would otherwise keep what the worse values derived."""
         rules = [*views, *aggregates]
         plus, minus = self._snapshot(rules)
-        heads = {rule.head for rule in aggregates}
-        afresh = self.initial or any(
-            (plus if trigger.negated else minus).get(trigger.relation)
-            for rule in rules for trigger in rule.triggers) or any(
-            plus.get(head) or minus.get(head) for head in heads)
+        heads = {rule.head for rule in rules}
         store = self.store
         self._floor = {}
         for rule in aggregates:
@@ -501,16 +507,87 @@ class Fixpoint:
                 key = row[:position] + row[position + 1:]
                 if key not in floor or _better(rule, row[position], floor[key]):
                     floor[key] = row[position]
-        self._improved = False
+        self._replaced = defaultdict(set)
+        afresh = self.initial or any(plus.get(head) or minus.get(head) for head in heads)
+        if not afresh and any((plus if trigger.negated else minus).get(trigger.relation)
+                              for rule in rules for trigger in rule.triggers):
+            found = self._monotone_removals(views, aggregates, plus, minus)
+            if found is None:
+                afresh = True
+            else:
+                self._insert(rules, {}, {}, found)
         if afresh:
-            for head in heads:
+            for head in {rule.head for rule in aggregates}:
                 store.on_rollback(_restore_best, (self.best, head, self.best[head]))
                 self.best[head] = {}
             self._insert(rules, {}, {}, self._recompute(rules))
         else:
             self._insert(rules, plus, minus)
-        if self._improved and views:
-            self._insert(views, {}, {}, self._recompute(views))
+        if self._replaced and views:  # from scratch, most of them: evaluate afresh
+            if views[0].plan.stratum in self.linear and not afresh:
+                self._views_here(views, {}, self._replaced)
+            else:
+                self._insert(views, {}, {}, self._recompute(views))
+
+    def _monotone_removals(self, views: list[_Rule], aggregates: list[_Rule], plus: dict,
+                           minus: dict) -> dict[_Rule, Collection[Row]] | None:
+        """Remove what rests on the rows that went (and on the negated rows that came): the
+        view rows derived through them, and the row of every group that was one of the
+        candidates derived through them, transitively; then what remains derives again:
+        each such group's best candidate, each such view row that still has a derivation
+        (the first round of the semi-naive loop that follows). None, having removed
+        nothing, when that reaches a quarter of the stratum's rows (evaluating it afresh
+        is then cheaper)."""
+        store = self.store
+        rules = [*views, *aggregates]
+        heads = {rule.head for rule in rules}
+        size = sum(len(store.rows(head)) - len(store.asserted(head)) for head in heads)
+        budget = max(self.RECOMPUTE_MIN, size // 4)
+        mark = store.mark()
+        gone: dict[str, set[Row]] = defaultdict(set)  # view rows removed
+        groups: dict[str, set[tuple]] = defaultdict(set)  # groups whose rows were removed
+        delta, first = minus, True
+        while delta or first:
+            found: dict[_Rule, set] = defaultdict(set)
+            for rule in rules:
+                for trigger in rule.triggers:
+                    seed = (plus.get(trigger.relation) if first else None) \
+                        if trigger.negated else delta.get(trigger.relation)
+                    if seed and trigger.delete is not None:
+                        found[rule].update(rule.run(trigger.delete, seed,
+                                                    source=trigger.relation, capped=False))
+            first, delta = False, {}
+            for rule, rows in found.items():
+                head = rule.head
+                if rule.aggregation is None:
+                    rows = self._derived_only(head, rows & store.rows(head))
+                    gone[head] |= rows
+                else:  # candidates: a group whose row one of them was loses it
+                    best = self.best[head]
+                    position = rule.aggregation.position
+                    keys = {key for row in rows
+                            if best.get(key := row[:position] + row[position + 1:]) == row}
+                    store.on_rollback(_restore_groups, (best, {key: best[key] for key in keys}))
+                    rows = {best.pop(key) for key in keys}
+                    groups[head] |= keys
+                if rows:
+                    store.remove_many(head, rows)
+                    delta[head] = delta.get(head, set()) | rows
+                    budget -= len(rows)
+            if budget < 0:
+                store.rollback_to(mark)
+                return None
+        found = {}
+        for rule in aggregates:
+            if groups.get(rule.head):
+                found[rule] = rule.evaluate_groups(groups[rule.head], store).values()
+        for rule in views:
+            candidates = gone.get(rule.head)
+            if candidates and rule.rederive is not None:
+                found[rule] = {row for row in rule.run(rule.rederive,
+                                                       rule.rederive_seeds(candidates),
+                                                       capped=False) if row in candidates}
+        return found
 
     def _improve(self, rule: _Rule, rows: Collection[Row], delta: dict[str, set[Row]],
                  ) -> None:
@@ -550,8 +627,8 @@ class Fixpoint:
             if this_round is not None and replaced & this_round:  # improved twice in a round
                 delta[head] = this_round - replaced
                 replaced -= this_round
-            if replaced:
-                self._improved = True  # rows of the stratum's views may rest on them
+            if replaced:  # rows of the stratum's views may rest on them
+                self._replaced[head] |= replaced
         best.update(found)
         new = set(found.values())
         if self.keyed[head]:
