@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import math
 import os
 import time
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any, TextIO
 
 from overlog import parquetio
 from overlog import syntax as s
-from overlog.csvio import format_row
+from overlog.csvio import format_cells, format_row
 from overlog.diagnostics import render
 from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.parser import parse
-from overlog.printer import format_tuple, format_value
+from overlog.printer import format_tuple, format_values
 from overlog.runtime.memory import THRESHOLD as SPARK_THRESHOLD
 from overlog.source import UnreadableSource, read_text
 
@@ -140,24 +142,35 @@ class Printer:
                            f"{sign}{format_tuple(table, row, event)}\n")
 
     def final(self, table: str, rows: list[tuple]) -> None:
+        """A table's rows, formatted a column at a time and written in large chunks."""
         if self.fmt == "jsonl":
             for row in rows:
                 self.out.write(json.dumps({**self.fields, "table": table,
                                            "row": _json_value(row)},
                                           ensure_ascii=False) + "\n")
-        elif self.fmt == "csv":
-            for row in rows:
-                self.out.write(format_row((*self.cells, table, *row)) + "\n")
+            return
+        columns = [list(map(itemgetter(i), rows)) for i in range(len(rows[0]))] if rows else []
+        if self.fmt == "csv":
+            prefix = format_row((*self.cells, table))
+            lines = map(",".join, zip([prefix] * len(rows), *map(format_cells, columns),
+                                      strict=True))
         else:
             self.out.write(f"{self.prefix}{table} ({len(rows)} "
                            f"row{'' if len(rows) == 1 else 's'})\n")
-            cells = [[format_value(v) for v in row] for row in rows]
-            widths = [max((len(c[i]) for c in cells), default=0) for i in
-                      range(len(cells[0]) if cells else 0)]
-            for row in cells:
-                self.out.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths,
-                                                                          strict=True)).rstrip()
-                               + "\n")
+            texts = [format_values(column) for column in columns]
+            for i, column in enumerate(texts[:-1]):
+                width = max(map(len, column))
+                texts[i] = [text.ljust(width) for text in column]
+            if texts:
+                texts[0] = ["  " + text for text in texts[0]]
+                lines = map("  ".join, zip(*texts, strict=True))
+            else:  # no columns
+                lines = iter(["  "] * len(rows))
+        while chunk := list(itertools.islice(lines, CHUNK)):
+            self.out.write("\n".join(chunk) + "\n")
+
+
+CHUNK = 65536  # lines written at once
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

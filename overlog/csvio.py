@@ -157,5 +157,15 @@ def format_cell(value: Any) -> str:
     return format_value(value)
 
 
+def format_cells(values: list) -> list[str]:
+    """``format_cell`` of each of ``values`` (a column: ints in bulk)."""
+    if set(map(type, values)) == {int}:
+        try:
+            return list(map(str, values))
+        except ValueError:  # past str()'s digits
+            pass
+    return list(map(format_cell, values))
+
+
 def format_row(row: Iterable[Any]) -> str:
     return ",".join(format_cell(v) for v in row)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
 
 from overlog import syntax as s
 from overlog.limits import int_text
@@ -32,6 +34,22 @@ def format_value(value: object) -> str:
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     return repr(value)
+
+
+_SPECIAL = re.compile(r'[\\"\x00-\x1f\x7f]')  # what a string literal escapes
+
+
+def format_values(values: list) -> list[str]:
+    """``format_value`` of each of ``values`` (a column of a table: often of one type, which
+    this formats in bulk)."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        with contextlib.suppress(ValueError):  # past str()'s digits: one by one below
+            return list(map(str, values))
+    elif kinds == {str}:
+        special = _SPECIAL.search
+        return [format_value(v) if special(v) else '"' + v + '"' for v in values]
+    return list(map(format_value, values))
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from overlog.errors import OverlogError
 from overlog.limits import recursion_room
@@ -68,12 +69,25 @@ class StepReport:
 def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     """Rows in the total order of values, as the plain Python values users see."""
     rows = list(rows)  # an iterator would be spent by a first, failed attempt
+    if not rows:
+        return rows
+    width = len(rows[0])
+    columns = [set(map(type, map(itemgetter(i), rows))) for i in range(width)]
+    if all(len(kinds) == 1 and kinds <= _PLAIN for kinds in columns):
+        # each column of one plain type (the common case): sorted column by column, last
+        # first (stable), comparing bare values, not tuples (several times faster)
+        for i in reversed(range(width)):
+            rows.sort(key=itemgetter(i))
+        return rows
     with recursion_room():  # comparing and converting values that nest MAX_NESTING deep
         try:
             rows.sort()  # same-typed columns: the common, fast case
         except TypeError:
             rows.sort(key=lambda row: tuple(sort_key(v) for v in row))
         return [python_row(row) for row in rows]
+
+
+_PLAIN = frozenset({int, str, float})  # compare among themselves, as Python sees them
 
 
 def sorted_tuples(relation: str, rows: Iterable[Row]) -> list[str]:
