@@ -247,14 +247,17 @@ class Aggregation:
     """A head aggregate. The triggers project group keys (the head's ``group`` columns);
     ``groups`` recomputes groups: seeded with group keys (driver ``Seed``), or over the whole
     rule (driver ``Unit``, or ``Scan`` handed all rows of its relation) when a group column is
-    an expression. ``zero`` (``count`` triggered by events, P2): per event atom, the group
-    keys of the step's event bindings, which get a count of 0 when nothing matched."""
+    an expression (``every`` evaluates every group, from all rows of the first atom).
+    ``zero`` (``count`` triggered by events, P2): per event atom, the group keys of the
+    step's event bindings, which get a count of 0 when nothing matched."""
 
     function: str
     position: int  # head column of the aggregate
     group: tuple[int, ...]  # head columns grouped on
     groups: Plan
     zero: tuple[Plan, ...] = ()
+    # for a step in which all rows of an atom's relation are new (so every group is touched)
+    every: Plan | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -294,6 +297,8 @@ class RulePlan:
             yield "rederive", self.rederive
         if self.aggregation is not None:
             yield "recompute groups", self.aggregation.groups
+            if self.aggregation.every is not None:
+                yield "every group (all rows of a relation new)", self.aggregation.every
             for plan in self.aggregation.zero:
                 relation = plan.driver.relation  # type: ignore[union-attr]
                 yield f"count 0 for {relation} events that match nothing", plan
@@ -307,6 +312,9 @@ class StratumPlan:
     # a recursive min/max: its aggregate rules' triggers emit candidate head rows, of which
     # the fixpoint keeps each group's best
     monotone: bool = False
+    # ... where a group's best row never rests on the group alone: a removal that took a
+    # worse candidate spares the group (overlog/analysis/monotone.py, STRICT)
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -330,15 +330,18 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
     group = tuple(i for i in range(head.arity) if i != position)
     output = p.Project(terms=_head_terms(head))
     aggregate = p.Aggregate(function=function, position=position)
+    first = next((i for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)), None)
+    every = replace(plan_body(rule.body, first, output, terms=terms), aggregate=aggregate)
     if all(isinstance(head.args[i], s.Var) for i in group):
         seeds = _first_occurrences(tuple(head.args[i] for i in group))
-        groups = plan_body(rule.body, None, output, seeds, terms=terms)
+        groups = replace(plan_body(rule.body, None, output, seeds, terms=terms),
+                         aggregate=aggregate)
     else:  # a group column is an expression: evaluate the whole rule
-        first = next((i for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)), None)
-        groups = plan_body(rule.body, first, output, terms=terms)
+        groups, every = every, None
     zero = _zero_probe(rule, group) if function == "count" else ()
     return p.Aggregation(function=function, position=position, group=group,
-                         groups=replace(groups, aggregate=aggregate), zero=zero)
+                         groups=groups, zero=zero,
+                         every=every if first is not None else None)
 
 
 def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.RulePlan:
@@ -430,7 +433,7 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
                               and checked.strata[info.stratum].monotone)
                     for info in checked.rules),
         strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules,
-                                   monotone=st.monotone)
+                                   monotone=st.monotone, strict=st.strict)
                      for st in checked.strata),
         facts=facts, timers=_timers(program),
         handlers=tuple(p.NativeHandler(relation=f.atom.args[0].value,  # type: ignore

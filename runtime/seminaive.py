@@ -105,8 +105,11 @@ class _Rule:
         aggregation = self.aggregation = plan.aggregation
         self.groups: Evaluator | None = None
         self.zero: list[tuple[str, Evaluator]] = []
+        self.every: Evaluator | None = None
         if aggregation is not None:
             self.groups = prepare(aggregation.groups)
+            if aggregation.every is not None:
+                self.every = prepare(aggregation.every)
             self.zero = [(z.driver.relation, prepare(z))  # type: ignore[union-attr]
                          for z in aggregation.zero]
 
@@ -321,6 +324,7 @@ class Fixpoint:
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
         self.monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
+        self.strict = {stratum.index for stratum in plan.strata if stratum.strict}
         # recursive min/max strata whose views each read at most one of the stratum's
         # relations: the rows a replaced row derived are found by over-deleting from it
         self.linear = {stratum.index for stratum in plan.strata if stratum.monotone and all(
@@ -533,7 +537,8 @@ class Fixpoint:
                            minus: dict) -> dict[_Rule, Collection[Row]] | None:
         """Remove what rests on the rows that went (and on the negated rows that came): the
         view rows derived through them, and the row of every group that was one of the
-        candidates derived through them, transitively; then what remains derives again:
+        candidates derived through them (of every group they reach, in a loose stratum:
+        overlog/analysis/monotone.py), transitively; then what remains derives again:
         each such group's best candidate, each such view row that still has a derivation
         (the first round of the semi-naive loop that follows). None, having removed
         nothing, when that reaches a quarter of the stratum's rows (evaluating it afresh
@@ -562,11 +567,14 @@ class Fixpoint:
                 if rule.aggregation is None:
                     rows = self._derived_only(head, rows & store.rows(head))
                     gone[head] |= rows
-                else:  # candidates: a group whose row one of them was loses it
+                else:  # candidates: a group whose row one of them was loses it (any
+                    # group they reach, where its row may rest on itself alone)
                     best = self.best[head]
-                    position = rule.aggregation.position
+                    position = rule.aggregation.position  # type: ignore[union-attr]
+                    strict = rule.plan.stratum in self.strict
                     keys = {key for row in rows
-                            if best.get(key := row[:position] + row[position + 1:]) == row}
+                            if (found := best.get(key := row[:position] + row[position + 1:]))
+                            is not None and (found == row or not strict)}
                     store.on_rollback(_restore_groups, (best, {key: best[key] for key in keys}))
                     rows = {best.pop(key) for key in keys}
                     groups[head] |= keys
@@ -640,6 +648,19 @@ class Fixpoint:
         delta[head] = delta[head] | new if head in delta else new
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
+        store = self.store
+        if rule.every is not None and not rule.head_event and any(
+                not trigger.negated and plus.get(trigger.relation)
+                and len(plus[trigger.relation]) == len(store.rows(trigger.relation))
+                for trigger in rule.triggers):  # every binding is new: every group
+            relation = rule.aggregation.every.driver.relation  # type: ignore[union-attr]
+            group = rule.aggregation.group  # type: ignore[union-attr]
+            fresh = {tuple(row[i] for i in group): row for row in rule.run(
+                rule.every, store.rows(relation), source=relation, capped=False)}
+            self.firings[rule.plan.label] += len(fresh)
+            self._set_groups(rule, set(self.aggregate_state[rule.plan.index]) | set(fresh),
+                             fresh)
+            return
         touched: set[tuple] = set()
         if self.initial and rule.start is not None:
             touched.update(rule.run(rule.start, (), capped=False))
@@ -653,9 +674,8 @@ class Fixpoint:
                                         source=trigger.relation, capped=False))
         if not touched and not rule.zero:
             return
-        fresh = rule.evaluate_groups(touched, self.store)
+        fresh = rule.evaluate_groups(touched, store)
         self.firings[rule.plan.label] += len(fresh)
-        store = self.store
         head = rule.head
         if rule.head_event:
             rows = store.rows(head)

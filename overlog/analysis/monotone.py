@@ -44,9 +44,17 @@ def refusal(rules: list[s.Rule]) -> Note | None:
     return None
 
 
-def check(rules: list[s.Rule]) -> Diagnostic | None:
+STRICT = "strict"  # every recursive value read flows, through + and -, into the head
+LOOSE = "loose"  # some row of the cycle is read for its existence, or through f_min/f_max
+
+
+def check(rules: list[s.Rule]) -> Diagnostic | str:
     """E228 when the rules of one cycle through `min`/`max` aggregates (``rules``: every
-    in-step rule whose head is in the cycle) are not monotone, else None."""
+    in-step rule whose head is in the cycle) are not monotone, else STRICT or LOOSE. In a
+    strict cycle a group's best row always has a derivation that does not go through the
+    group itself, so a removal can spare a group whose best it did not take away; in a
+    loose one (`low(Y, _)` read for its existence, or a value capped by `f_min`) a group
+    may be held up by nothing but itself, and every group a removal reaches is recomputed."""
     aggregated: dict[str, tuple[int, str]] = {}  # relation -> (column, function)
     for rule in rules:
         found = aggregate_of(rule)
@@ -71,15 +79,21 @@ def check(rules: list[s.Rule]) -> Diagnostic | None:
                           f"{wanted[0] + 1}: every rule for it must aggregate that column "
                           "with it", rule.head.span)
     tainted = {(name, column) for name, (column, _) in aggregated.items()}
+    loose: list[bool] = []
     while True:
         grown = set(tainted)
+        loose.clear()
         for rule in rules:
-            error = _follow(rule, function, grown)
+            error = _follow(rule, function, grown, loose)
             if error is not None:
                 return error
         if grown == tainted:
-            return None
+            break
         tainted = grown
+    carried = {name for name, _ in tainted}
+    if loose or any(rule.head.name not in carried for rule in rules):
+        return LOOSE  # (a view of the cycle without a recursive value: read for existence)
+    return STRICT
 
 
 def _function(rules: list[s.Rule]) -> str:
@@ -96,9 +110,11 @@ def _names(node: object) -> set[str]:
     return {v.name for v in s.variables(node)}
 
 
-def _follow(rule: s.Rule, function: str, tainted: set[tuple[str, int]]) -> Diagnostic | None:
+def _follow(rule: s.Rule, function: str, tainted: set[tuple[str, int]],
+            loose: list[bool]) -> Diagnostic | None:
     """Check one rule's uses of recursive values, adding the view columns they reach to
-    ``tainted``."""
+    ``tainted`` (and to ``loose`` when the rule reads one other than into its head through
+    + and -)."""
     atoms = [lit for lit in rule.body if isinstance(lit, s.Atom)]
     uses: dict[str, int] = {}
     for atom in atoms:
@@ -108,7 +124,10 @@ def _follow(rule: s.Rule, function: str, tainted: set[tuple[str, int]]) -> Diagn
     values: set[str] = set()  # variables holding recursive values
     for atom in atoms:
         for column, arg in enumerate(atom.args):
-            if (atom.name, column) not in tainted or isinstance(arg, s.Wildcard):
+            if (atom.name, column) not in tainted:
+                continue
+            if isinstance(arg, s.Wildcard):
+                loose.append(True)
                 continue
             if not isinstance(arg, s.Var):
                 return _error(f"`{atom.name}` column {column + 1} holds a recursive "
@@ -131,7 +150,18 @@ def _follow(rule: s.Rule, function: str, tainted: set[tuple[str, int]]) -> Diagn
             good = " or ".join(f"`C {op} K`" for op in _BOUNDS[function])
             return _error(f"`{format_literal(literal)}` can stop holding as a recursive "
                           f"`{function}` value improves: bound it as {good}", literal.span)
+    read = set(values)
     found = aggregate_of(rule)
+    flowing = {arg.arg.name for arg in rule.head.args if isinstance(arg, s.Agg) and arg.arg}
+    flowing |= set().union(*(_names(arg) for arg in rule.head.args
+                             if not isinstance(arg, s.Agg) and _names(arg) & values))
+    for literal in reversed(rule.body):
+        if isinstance(literal, s.Assign) and literal.var.name in flowing:
+            flowing |= _names(literal.expr)
+    capped = any(isinstance(node, s.Call) and _names(node) & values
+                 for node in s.walk(rule))
+    if read - flowing or capped:
+        loose.append(True)
     for column, arg in enumerate(rule.head.args):
         if isinstance(arg, s.Agg) or not (_names(arg) & values):
             continue

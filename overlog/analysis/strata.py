@@ -51,6 +51,7 @@ class Stratum:
     relations: tuple[str, ...]
     rules: tuple[int, ...]  # rule indexes
     monotone: bool = False  # a recursive min/max (overlog/analysis/monotone.py)
+    strict: bool = False  # ... whose best rows never rest on themselves alone
 
 
 def body_location(rule: s.Rule) -> s.Term | None:
@@ -112,11 +113,11 @@ def _negative_reason(graph: Digraph, u: str, v: str) -> _Reason | None:
 
 
 def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
-                 ) -> Diagnostic | bool:
+                 ) -> Diagnostic | str | None:
     """E214 (or E228) for a component with a negative edge inside it, unless its only
     negative edges are `min`/`max` aggregates that can be evaluated as a recursive min/max
-    (overlog/analysis/monotone.py): then True (a monotone component); False for a component
-    without negative edges."""
+    (overlog/analysis/monotone.py): then its kind (monotone.STRICT or LOOSE); None for a
+    component without negative edges."""
     candidates = []
     for u in component:
         for v in graph.edges[u]:
@@ -124,14 +125,14 @@ def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
             if reason is not None:
                 candidates.append((reason.span.line if reason.span else 0, u, v, reason))
     if not candidates:
-        return False
+        return None
     negations = [c for c in candidates if c[3].how == "negation"]
     refused = None
     if not negations:
         cycle = [rule for rule in rules.values() if rule.head.name in component]
         refused = monotone.refusal(cycle)
         if refused is None:
-            return monotone.check(cycle) or True
+            return monotone.check(cycle)
     _, u, v, reason = min(negations or candidates, key=lambda c: (c[0], c[1], c[2]))
     path = graph.shortest_path(v, u, component)  # v ... u, closing u -> v
     notes = [Note(f"`{v}` depends on `{u}` through {reason.how} here", reason.span)]
@@ -172,13 +173,13 @@ def stratify(program: s.Program, relations: dict[str, Relation],
     diagnostics = [d for d in diagnostics if d is not None]
     by_index = dict(in_step)
     components = graph.components()
-    monotone_parts: set[int] = set()  # components that are a recursive min/max
+    monotone_parts: dict[int, str] = {}  # components that are a recursive min/max
     for part in sorted(range(len(components)), key=lambda i: sorted(components[i])):
         found = _cycle_error(graph, components[part], by_index)
         if isinstance(found, Diagnostic):
             diagnostics.append(found)
-        elif found:
-            monotone_parts.add(part)
+        elif found is not None:
+            monotone_parts[part] = found
     if diagnostics:
         return (), (), diagnostics
 
@@ -204,7 +205,7 @@ def stratify(program: s.Program, relations: dict[str, Relation],
     part_stratum = [order[(level[part], 1 + part if part in monotone_parts else 0)]
                     for part in range(len(components))]
     relation_stratum = {name: part_stratum[mapping[name]] for name in relations}
-    monotone_strata = {part_stratum[part] for part in monotone_parts}
+    monotone_strata = {part_stratum[part]: kind for part, kind in monotone_parts.items()}
 
     infos = tuple(
         RuleInfo(index=i, rule=r, kind=kinds[i], remote=remote[i],
@@ -214,7 +215,8 @@ def stratify(program: s.Program, relations: dict[str, Relation],
         Stratum(index=n,
                 relations=tuple(name for name in relations if relation_stratum[name] == n),
                 rules=tuple(info.index for info in infos if info.stratum == n),
-                monotone=n in monotone_strata)
+                monotone=n in monotone_strata,
+                strict=monotone_strata.get(n) == monotone.STRICT)
         for n in range(len(order)))
     return infos, strata, []
 
