@@ -230,6 +230,11 @@ def cases(quick: bool) -> dict[str, dict]:
             "python floor": lambda: _timed(peers.floor_sg, sg_tree),
             "pyDatalog": lambda: _timed(peers.pydatalog_sg, sg_tree),
             "duckdb": lambda: _timed(peers.duckdb_sg, sg_tree)},
+        **{f"aggregate over tc random {rand[0]}/{rand[1]}: {rule}": {
+            "overlog": lambda rule=rule: _overlog(workloads.TC + rule + "\n", "reach",
+                                                  {"link": random_edges})}
+           for rule in ["n(count<*>) :- reach(_, _).", "m(X, count<Y>) :- reach(X, Y).",
+                        "lo(X, min<Y>) :- reach(X, Y)."]},
         "sssp min<>, layered DAG": {
             "overlog": lambda: _overlog(workloads.SSSP, "best", {"edge": sssp}),
             "networkx": lambda: _timed(peers.networkx_sssp, sssp)},

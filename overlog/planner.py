@@ -325,7 +325,7 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
 
 
 def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
-                 ) -> p.Aggregation:
+                 every_wanted: bool = True) -> p.Aggregation:
     head = rule.head
     group = tuple(i for i in range(head.arity) if i != position)
     output = p.Project(terms=_head_terms(head))
@@ -341,7 +341,7 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
     zero = _zero_probe(rule, group) if function == "count" else ()
     return p.Aggregation(function=function, position=position, group=group,
                          groups=groups, zero=zero,
-                         every=every if first is not None else None)
+                         every=every if first is not None and every_wanted else None)
 
 
 def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.RulePlan:
@@ -384,7 +384,10 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.Rule
         index=info.index, name=rule.name, kind=info.kind, remote=info.remote,
         stratum=info.stratum, head=head.name, head_event=head.event,
         location=head.locs[0] if head.locs else None, triggers=tuple(triggers), start=start,
-        rederive=rederive, aggregation=_aggregation(rule, *agg, terms) if agg else None,
+        rederive=rederive,
+        aggregation=_aggregation(rule, *agg, terms,
+                                 every_wanted=not (monotone or info.deferred))
+        if agg else None,
         text=format_statement(replace(rule, name=None)), span=rule.span)
 
 

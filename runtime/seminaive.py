@@ -25,7 +25,7 @@ from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.printer import format_tuple
 from overlog.runtime.backend import UNCAPPED, Backend, Evaluator, Overflow, PlanFailure, Row
 from overlog.runtime.builtins import ValueFault
-from overlog.values import comparison_error
+from overlog.values import IntFloat, comparison_error, type_name
 
 NOTHING: Mapping[str, Set[Row]] = {}
 
@@ -177,14 +177,6 @@ class _Rule:
         return [(*key[:position], 0, *key[position:]) for key in keys if key not in found]
 
 
-def _restore_group(args: tuple[dict, tuple, Row | None]) -> None:
-    state, key, row = args
-    if row is None:
-        state.pop(key, None)
-    else:
-        state[key] = row
-
-
 def _restore_groups(args: tuple[dict, dict]) -> None:
     groups, before = args
     for key, row in before.items():
@@ -197,6 +189,21 @@ def _restore_groups(args: tuple[dict, dict]) -> None:
 def _restore_best(args: tuple[dict, str, dict]) -> None:
     best, head, groups = args
     best[head] = groups
+
+
+_NUMBERS = frozenset({int, float, IntFloat})
+
+
+def _arithmetic(expr: p.Expr) -> bool:
+    """Whether ``expr`` adds or subtracts."""
+    match expr:
+        case p.Arith(op=op, left=left, right=right):
+            return op in "+-" or _arithmetic(left) or _arithmetic(right)
+        case p.Negate(operand=operand):
+            return _arithmetic(operand)
+        case p.Call(args=args) | p.MakeList(items=args):
+            return any(map(_arithmetic, args))
+    return False
 
 
 def _better(rule: _Rule, value: Any, than: Any) -> bool:
@@ -325,8 +332,15 @@ class Fixpoint:
                 [r for r in rules if r.aggregation is not None]))
         self.monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
         self.strict = {stratum.index for stratum in plan.strata if stratum.strict}
-        # recursive min/max strata whose views each read at most one of the stratum's
-        # relations: the rows a replaced row derived are found by over-deleting from it
+        # recursive min/max strata that compute with + or -: their values must be numbers
+        # (a string or list grows by `+` out of order: "a" < "ab" but "az" > "abz")
+        self.adds = {stratum.index for stratum in plan.strata if stratum.monotone and any(
+            _arithmetic(expr) for i in stratum.rules for _, planned in plan.rules[i].plans()
+            for expr in (*planned.project.terms,
+                         *(op.expr for op in planned.operators if isinstance(op, p.Let))))}
+        # recursive min/max strata whose views each have at most one atom over the
+        # stratum's relations: the rows a replaced row derived are found by over-deleting
+        # from it
         self.linear = {stratum.index for stratum in plan.strata if stratum.monotone and all(
             sum(t.relation in stratum.relations for t in self.rules[i].triggers
                 if not t.negated) <= 1
@@ -573,10 +587,10 @@ class Fixpoint:
                     position = rule.aggregation.position  # type: ignore[union-attr]
                     strict = rule.plan.stratum in self.strict
                     keys = {key for row in rows
-                            if (found := best.get(key := row[:position] + row[position + 1:]))
-                            is not None and (found == row or not strict)}
+                            if (held := best.get(key := row[:position] + row[position + 1:]))
+                            is not None and (held == row or not strict)}
                     store.on_rollback(_restore_groups, (best, {key: best[key] for key in keys}))
-                    rows = {best.pop(key) for key in keys}
+                    rows = {best.pop(key) for key in keys} - store.asserted(head)
                     groups[head] |= keys
                 if rows:
                     store.remove_many(head, rows)
@@ -609,6 +623,12 @@ class Fixpoint:
         current = best.get
         found: dict[tuple, Row] = {}  # group -> its best candidate, where it improves
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
+        if rule.plan.stratum in self.adds:
+            for row in rows:
+                if row[position].__class__ not in _NUMBERS:
+                    raise EvaluationError(
+                        "E301", rule.plan, f"a recursive {rule.aggregation.function} that "  # type: ignore[union-attr]
+                        f"adds takes numbers, not {type_name(row[position])} values")
         try:
             for row in rows:
                 key = row[:position] if last else row[:position] + row[position + 1:]
@@ -630,7 +650,7 @@ class Fixpoint:
         store.on_rollback(_restore_groups, (best, before))
         replaced = {row for row in before.values() if row is not None}
         if replaced:
-            store.remove_many(head, replaced)
+            store.remove_many(head, replaced - store.asserted(head))  # asserted rows stay
             this_round = delta.get(head)
             if this_round is not None and replaced & this_round:  # improved twice in a round
                 delta[head] = this_round - replaced
@@ -649,6 +669,8 @@ class Fixpoint:
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         store = self.store
+        # (an event trigger's rows are all new at every step: event heads, whose groups
+        # are the step's, keep the path below)
         if rule.every is not None and not rule.head_event and any(
                 not trigger.negated and plus.get(trigger.relation)
                 and len(plus[trigger.relation]) == len(store.rows(trigger.relation))
@@ -710,7 +732,7 @@ class Fixpoint:
         changed = [key for key in touched if state.get(key) != fresh.get(key)]
         for key in changed:
             old = state.get(key)
-            store.on_rollback(_restore_group, (state, key, old))
+            store.on_rollback(_restore_groups, (state, {key: old}))
             if old is not None:
                 del state[key]
                 store.on_rollback(_count, (support, old, 1))

@@ -19,6 +19,8 @@ aggregated relation in the cycle aggregates it (docs/language.md, "Recursive min
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
 from overlog.printer import format_literal, format_term
@@ -48,9 +50,10 @@ STRICT = "strict"  # every recursive value read flows, through + and -, into the
 LOOSE = "loose"  # some row of the cycle is read for its existence, or through f_min/f_max
 
 
-def check(rules: list[s.Rule]) -> Diagnostic | str:
+def check(rules: list[s.Rule], keyed: Collection[str] = ()) -> Diagnostic | str:
     """E228 when the rules of one cycle through `min`/`max` aggregates (``rules``: every
-    in-step rule whose head is in the cycle) are not monotone, else STRICT or LOOSE. In a
+    in-step rule whose head is in the cycle; ``keyed``: the relations with keys) are not
+    monotone, else STRICT or LOOSE. In a
     strict cycle a group's best row always has a derivation that does not go through the
     group itself, so a removal can spare a group whose best it did not take away; in a
     loose one (`low(Y, _)` read for its existence, or a value capped by `f_min`) a group
@@ -71,6 +74,11 @@ def check(rules: list[s.Rule]) -> Diagnostic | str:
                               "the other", agg.span)
             aggregated.setdefault(rule.head.name, (position, agg.func))
     function = next(iter(aggregated.values()))[1]
+    for rule in rules:
+        if rule.head.name in keyed and rule.head.name not in aggregated:
+            return _error(f"`{rule.head.name}` has keys: a view in a recursive `{function}` "
+                          "cycle cannot (a better value would conflict with the worse one "
+                          "it replaces)", rule.head.span)
     for rule in rules:
         wanted = aggregated.get(rule.head.name)
         found = aggregate_of(rule)

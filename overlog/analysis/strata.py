@@ -113,7 +113,7 @@ def _negative_reason(graph: Digraph, u: str, v: str) -> _Reason | None:
 
 
 def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
-                 ) -> Diagnostic | str | None:
+                 keyed: set[str]) -> Diagnostic | str | None:
     """E214 (or E228) for a component with a negative edge inside it, unless its only
     negative edges are `min`/`max` aggregates that can be evaluated as a recursive min/max
     (overlog/analysis/monotone.py): then its kind (monotone.STRICT or LOOSE); None for a
@@ -132,7 +132,7 @@ def _cycle_error(graph: Digraph, component: set[str], rules: dict[int, s.Rule],
         cycle = [rule for rule in rules.values() if rule.head.name in component]
         refused = monotone.refusal(cycle)
         if refused is None:
-            return monotone.check(cycle)
+            return monotone.check(cycle, keyed)
     _, u, v, reason = min(negations or candidates, key=lambda c: (c[0], c[1], c[2]))
     path = graph.shortest_path(v, u, component)  # v ... u, closing u -> v
     notes = [Note(f"`{v}` depends on `{u}` through {reason.how} here", reason.span)]
@@ -175,7 +175,8 @@ def stratify(program: s.Program, relations: dict[str, Relation],
     components = graph.components()
     monotone_parts: dict[int, str] = {}  # components that are a recursive min/max
     for part in sorted(range(len(components)), key=lambda i: sorted(components[i])):
-        found = _cycle_error(graph, components[part], by_index)
+        found = _cycle_error(graph, components[part], by_index,
+                             {name for name, rel in relations.items() if rel.keyed})
         if isinstance(found, Diagnostic):
             diagnostics.append(found)
         elif found is not None:

@@ -142,3 +142,34 @@ def test_explain_names_the_recursive_stratum() -> None:
     text = format_program_plan(plan, placement(plan, 10_000_000))
     assert "\nstratum 1: dist (recursive min/max)\n" in text
     assert "\n  rule 1 runs locally (a recursive min/max runs on the local backend)\n" in text
+
+
+def test_an_asserted_row_equal_to_a_derived_one_stays() -> None:
+    engine = Engine(SSSP)
+    engine.insert("edge", (0, 1, 5))
+    engine.run()
+    engine.insert("dist", (1, 5))  # the row the min derived, now asserted too
+    engine.run()
+    engine.insert("edge", (0, 1, 2))
+    engine.run()
+    assert engine.rows("dist") == [(0, 0), (1, 2), (1, 5)]
+    engine.delete("edge", (0, 1, 2))
+    engine.run()
+    assert engine.rows("dist") == [(0, 0), (1, 5)]
+    engine.delete("edge", (0, 1, 5))
+    engine.run()
+    assert engine.rows("dist") == [(0, 0), (1, 5)]
+
+
+def test_a_recursive_min_that_adds_takes_numbers() -> None:
+    """`+` on strings is concatenation, which does not keep their order ("a" < "ab" but
+    "az" > "abz"): a minimum through it would depend on the order of evaluation."""
+    engine = Engine('d(0, "a").\nd(Y, min<C>) :- d(X, C1), w(X, Y, W), C := C1 + W.')
+    engine.insert("w", (0, 1, "b"))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message) == (
+        "E301", "a recursive min that adds takes numbers, not string values")
+    labels = Engine('d(0, "a").\nd(Y, min<C>) :- d(X, C), w(X, Y).')  # no +: any values
+    labels.insert("w", (0, 1))
+    assert not labels.run()[0].errors
+    assert labels.rows("d") == [(0, "a"), (1, "a")]
