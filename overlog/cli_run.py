@@ -326,9 +326,22 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
         except SparkUnavailable as error:
             raise UsageError(str(error)) from None
     checked = engine.plan.checked
+    supplied = fact_relations(args.facts) if args.facts else set()
     for warning in checked.warnings if warn else ():
+        if warning.code == "W201" and warning.subject in supplied:
+            continue  # fed from outside: by -F
         print(render(warning, checked.source), file=err)
     return engine
+
+
+def fact_relations(directory: str) -> set[str]:
+    """The relations files in a -F directory (or in its node directories) supply."""
+    names: list[str] = []
+    with contextlib.suppress(OSError):  # a missing directory is reported where it is read
+        for entry in os.scandir(directory):
+            names += os.listdir(entry.path) if entry.is_dir() else [entry.name]
+    return {base for base, ext in map(os.path.splitext, names)
+            if ext in (".csv", ".parquet")}
 
 
 def watch(engine: Any, printer: Printer) -> list[str]:

@@ -24,6 +24,7 @@ class Diagnostic:
     span: Span | None = None
     severity: str = "error"  # "error" | "warning"
     notes: tuple[Note, ...] = field(default=())
+    subject: str | None = field(default=None, compare=False)  # the relation it is about
 
     @property
     def is_error(self) -> bool:

@@ -111,6 +111,19 @@ def test_run_csv_facts_in_and_out_with_define(tmp_path: Path) -> None:
         '"007",20\nalpha,10\nbeta,2.5\nseed,1\n'
 
 
+def test_no_w201_for_a_table_that_facts_supply(tmp_path: Path) -> None:
+    (tmp_path / "prog.olg").write_text("p(X) :- q(X), r(X).\n")
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "q.csv").write_text("1\n2\n")
+    result = overlog("run", "prog.olg", "-F", "facts", "--print", "p", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == (
+        "prog.olg:1:15: warning[W201]: relation `r` is read but no rule or fact writes it "
+        "(it can only be fed from outside, with insert)\n"
+        "  1 | p(X) :- q(X), r(X).\n    |               ^^^^\n")
+    assert result.stdout == "p (0 rows)\n"
+
+
 def test_run_bad_csv_and_usage_errors_exit_2(tmp_path: Path) -> None:
     (tmp_path / "prog.olg").write_text("p(X) :- q(X).\nq(1).\n")
     (tmp_path / "facts").mkdir()

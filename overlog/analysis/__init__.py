@@ -88,5 +88,5 @@ def _unfed_relations(program: s.Program, relations: dict[str, Relation]) -> list
             warnings.append(Diagnostic(
                 "W201", f"relation `{atom.name}` is read but no rule or fact writes it "
                 f"(it can only be fed from outside, {form})", atom.span,
-                severity="warning"))
+                severity="warning", subject=atom.name))
     return warnings
