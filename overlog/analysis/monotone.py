@@ -12,9 +12,10 @@ cycle, a value read from an aggregated column (a "recursive value") may only:
 - be bounded from the side it improves on: `C < K` or `C <= K` for `min`, `C > K` or
   `C >= K` for `max` (a better value passes whenever a worse one did);
 
-and never be joined on, compared for equality, negated or given to a function. `count`, `sum`
-and `avg` cannot be recursive; one cycle aggregates with one function; every rule of an
-aggregated relation in the cycle aggregates it (docs/language.md, "Recursive min and max").
+and never be joined on, compared for equality, negated or given to another function. `count`,
+`sum` and `avg` cannot be recursive; one cycle aggregates with one function; every rule of an
+aggregated relation in the cycle aggregates it, and no view of the cycle has keys
+(docs/language.md, "Recursive min and max").
 """
 
 from __future__ import annotations
@@ -53,11 +54,11 @@ LOOSE = "loose"  # some row of the cycle is read for its existence, or through f
 def check(rules: list[s.Rule], keyed: Collection[str] = ()) -> Diagnostic | str:
     """E228 when the rules of one cycle through `min`/`max` aggregates (``rules``: every
     in-step rule whose head is in the cycle; ``keyed``: the relations with keys) are not
-    monotone, else STRICT or LOOSE. In a
-    strict cycle a group's best row always has a derivation that does not go through the
-    group itself, so a removal can spare a group whose best it did not take away; in a
-    loose one (`low(Y, _)` read for its existence, or a value capped by `f_min`) a group
-    may be held up by nothing but itself, and every group a removal reaches is recomputed."""
+    monotone, else STRICT or LOOSE. In a strict cycle a group's best row always has a
+    derivation that does not go through the group itself, so a removal can spare a group
+    whose best it did not take away; in a loose one (`low(Y, _)` read for its existence, or
+    a value capped by `f_min`) a group may be held up by nothing but itself, and every
+    group a removal reaches is recomputed."""
     aggregated: dict[str, tuple[int, str]] = {}  # relation -> (column, function)
     for rule in rules:
         found = aggregate_of(rule)
