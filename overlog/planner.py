@@ -325,23 +325,30 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
 
 
 def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
-                 every_wanted: bool = True) -> p.Aggregation:
+                 with_every: bool = True) -> p.Aggregation:
+    """``with_every``: also the plan of every group at once (not for a recursive min/max,
+    nor for a deferred rule, which never use it)."""
     head = rule.head
     group = tuple(i for i in range(head.arity) if i != position)
     output = p.Project(terms=_head_terms(head))
     aggregate = p.Aggregate(function=function, position=position)
     first = next((i for i, lit in enumerate(rule.body) if isinstance(lit, s.Atom)), None)
-    every = replace(plan_body(rule.body, first, output, terms=terms), aggregate=aggregate)
+
+    def whole() -> p.Plan:  # the whole rule, from all rows of its first atom
+        return replace(plan_body(rule.body, first, output, terms=terms), aggregate=aggregate)
+
+    every = None
     if all(isinstance(head.args[i], s.Var) for i in group):
         seeds = _first_occurrences(tuple(head.args[i] for i in group))
         groups = replace(plan_body(rule.body, None, output, seeds, terms=terms),
                          aggregate=aggregate)
+        if with_every and first is not None:
+            every = whole()
     else:  # a group column is an expression: evaluate the whole rule
-        groups, every = every, None
+        groups = whole()
     zero = _zero_probe(rule, group) if function == "count" else ()
     return p.Aggregation(function=function, position=position, group=group,
-                         groups=groups, zero=zero,
-                         every=every if first is not None and every_wanted else None)
+                         groups=groups, zero=zero, every=every)
 
 
 def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.RulePlan:
@@ -386,7 +393,7 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.Rule
         location=head.locs[0] if head.locs else None, triggers=tuple(triggers), start=start,
         rederive=rederive,
         aggregation=_aggregation(rule, *agg, terms,
-                                 every_wanted=not (monotone or info.deferred))
+                                 with_every=not (monotone or info.deferred))
         if agg else None,
         text=format_statement(replace(rule, name=None)), span=rule.span)
 

@@ -623,12 +623,6 @@ class Fixpoint:
         current = best.get
         found: dict[tuple, Row] = {}  # group -> its best candidate, where it improves
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
-        if rule.plan.stratum in self.adds:
-            for row in rows:
-                if row[position].__class__ not in _NUMBERS:
-                    raise EvaluationError(
-                        "E301", rule.plan, f"a recursive {rule.aggregation.function} that "  # type: ignore[union-attr]
-                        f"adds takes numbers, not {type_name(row[position])} values")
         try:
             for row in rows:
                 key = row[:position] if last else row[:position] + row[position + 1:]
@@ -645,6 +639,12 @@ class Fixpoint:
                                   or str(error)) from None
         if not found:
             return
+        if rule.plan.stratum in self.adds:  # what enters the relation (all that propagates)
+            for row in found.values():
+                if row[position].__class__ not in _NUMBERS:
+                    raise EvaluationError(
+                        "E301", rule.plan, f"a recursive {rule.aggregation.function} that "  # type: ignore[union-attr]
+                        f"adds takes numbers, not {type_name(row[position])} values")
         store = self.store
         before = {key: current(key) for key in found}
         store.on_rollback(_restore_groups, (best, before))
@@ -845,7 +845,9 @@ class Fixpoint:
     def _insert(self, rules: list[_Rule], plus: dict, minus: dict,
                 found: dict[_Rule, set[Row]] | None = None) -> None:
         """Semi-naive insertion from the new rows ``plus`` (and, for views, the rows that
-        left a negated relation, ``minus``); ``found`` replaces the first round."""
+        left a negated relation, ``minus``); ``found`` replaces the first round. The
+        aggregate rules among ``rules`` are a recursive min/max's: their candidate rows go
+        to ``_improve``."""
         store = self.store
         delta = plus
         first = True

@@ -199,12 +199,10 @@ def stratify(program: s.Program, relations: dict[str, Relation],
                     level[later] = max(level[later], level[node] + step)
     # strata in order of level; at one level, the other components, then each recursive
     # min/max alone
-    slots = {(level[part], 0) for part in range(len(components))
-             if part not in monotone_parts}
-    slots |= {(level[part], 1 + part) for part in monotone_parts}
-    order = {slot: n for n, slot in enumerate(sorted(slots))}
-    part_stratum = [order[(level[part], 1 + part if part in monotone_parts else 0)]
-                    for part in range(len(components))]
+    slot = [(level[part], 1 + part if part in monotone_parts else 0)
+            for part in range(len(components))]
+    order = {key: n for n, key in enumerate(sorted(set(slot)))}
+    part_stratum = [order[key] for key in slot]
     relation_stratum = {name: part_stratum[mapping[name]] for name in relations}
     monotone_strata = {part_stratum[part]: kind for part, kind in monotone_parts.items()}
 
