@@ -62,6 +62,26 @@ def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, i
     return time.perf_counter() - start, len(engine.store.rows("reach"))
 
 
+def _delete_each(edges: list[tuple], picks: int) -> dict:
+    """For ``picks`` edges spread over the edge list, each in an engine of its own: the
+    closure computed, then one step that deletes that edge. Reports the median step (and
+    every step, for the slowest)."""
+    from overlog import Engine
+
+    steps, count = [], 0
+    for edge in edges[::max(1, len(edges) // picks)][:picks]:
+        engine = Engine(workloads.TC)
+        for row in edges:
+            engine.insert("link", row)
+        engine.run()
+        engine.delete("link", edge)
+        start = time.perf_counter()
+        engine.run()
+        steps.append(time.perf_counter() - start)
+        count = len(engine.store.rows("reach"))
+    return {"seconds": statistics.median(steps), "count": count, "steps": steps}
+
+
 def _sssp_cut(nodes: int, arcs: int) -> tuple[float, int]:
     """Seconds for one step that deletes an edge of the shortest-path tree (the middle one
     in edge order) after the recursive min's distances are computed."""
@@ -257,6 +277,8 @@ def cases(quick: bool) -> dict[str, dict]:
             "overlog": lambda: _incremental(big_tree, "insert", (leaf, -1))},
         f"tree (depth {tree_depth}): delete one leaf edge": {
             "overlog": lambda: _incremental(big_tree, "delete", big_tree[-1])},
+        f"tc random {rand[0]}/{rand[1]}: delete one edge (median of 5 edges)": {
+            "overlog": lambda: _delete_each(random_edges, 5)},
         f"ring {ring_n} (closure {ring_n * ring_n}) from scratch": {
             "overlog": lambda: _overlog(workloads.TC, "reach", {"link": ring})},
         f"ring {ring_n}: delete one edge (DRed's worst case)": {
@@ -451,6 +473,13 @@ def targets(results: dict, timeout: float) -> list[tuple[str, str, str]]:
         if scratch and step is not None:
             judge(f"{case}: under 1% of the closure from scratch",
                   f"{100 * step / scratch:.3f}%", step / scratch < 0.01)
+    built = _seconds(_find(results, "tc random").get("overlog"))
+    cut = next((systems.get("overlog") for case, systems in results.items()
+                if case.startswith("tc random") and "delete one edge" in case), None)
+    if built and isinstance(cut, dict):
+        judge("tc random: delete one edge: under 5% of the closure from scratch (median; "
+              "slowest in brackets)", f"{100 * cut['seconds'] / built:.1f}% "
+              f"({100 * max(cut['steps']) / built:.1f}%)", cut["seconds"] / built < 0.05)
     ring_cases = [c for c in results if c.startswith("ring")]
     if len(ring_cases) == 2:
         built, cut = (_seconds(results[c].get("overlog")) for c in ring_cases)

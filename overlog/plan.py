@@ -12,8 +12,10 @@ group-aggregate. Expressions are a small typed tree (``Expr``) that a backend tr
 
 Versions of a relation that a join reads:
 - ``full``: the relation now;
-- ``old``: full without the current delta (the atoms before the driver in the body, so that
-  a combination of several new tuples is derived once, by the variant of its first new atom);
+- ``old``: full without the rows the fixpoint excludes: the current delta (the atoms before
+  the driver in the body, so that a combination of several new tuples is derived once, by
+  the variant of its first new atom), or, in a rederivation plan, the stratum's own rows
+  born after the row it checks (a support check that cannot go round a cycle);
 - ``prior``: full plus the rows removed in this step (DRed's over-deletion reads every
   derivation that existed at any point of the step).
 """
@@ -315,6 +317,9 @@ class StratumPlan:
     # ... where a group's best row never rests on the group alone: a removal that took a
     # worse candidate spares the group (overlog/analysis/monotone.py, STRICT)
     strict: bool = False
+    # the relations its views both derive and read: the fixpoint keeps when their rows were
+    # born, and over-deletion checks a row's support from older rows before removing it
+    own: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -351,9 +351,12 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
                          groups=groups, zero=zero, every=every)
 
 
-def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.RulePlan:
+def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
+              own: frozenset[str] = frozenset()) -> p.RulePlan:
     """A rule's plans; ``monotone`` for a rule of a recursive min/max stratum, whose
-    aggregate triggers emit candidate head rows (the aggregate's argument in its column)."""
+    aggregate triggers emit candidate head rows (the aggregate's argument in its column).
+    ``own``: the relations its stratum derives, which its rederivation plan reads in their
+    old version (the fixpoint may exclude the rows born after the row it rederives)."""
     rule = info.rule
     terms = _Terms()
     head = rule.head
@@ -387,6 +390,10 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False) -> p.Rule
     if view and agg is None:
         rederive = plan_body(rule.body, None, replace(project, unless_in=None),
                              _first_occurrences(head.args), terms=terms)
+        rederive = replace(rederive, operators=tuple(
+            replace(op, version=p.Version.OLD)
+            if isinstance(op, p.Join) and op.relation in own else op
+            for op in rederive.operators))
     return p.RulePlan(
         index=info.index, name=rule.name, kind=info.kind, remote=info.remote,
         stratum=info.stratum, head=head.name, head_event=head.event,
@@ -427,8 +434,28 @@ def _fact_plan(fact: s.Fact | s.FactRows) -> p.FactPlan | p.FactRowsPlan:
                       values=tuple(lower(a) for a in atom.args), span=fact.span)
 
 
+def _own(checked: CheckedProgram) -> dict[int, frozenset[str]]:
+    """Each stratum's relations that its views both derive and read (positively): those a
+    rederivation reads in their old version. A recursive min/max's are left out (its
+    fixpoint checks support per group)."""
+    views = [info for info in checked.rules
+             if info.kind == "view" and not info.deferred
+             and not any(isinstance(a, s.Agg) for a in info.rule.head.args)]
+    heads: dict[int, set[str]] = defaultdict(set)
+    for info in views:
+        heads[info.stratum].add(info.rule.head.name)  # type: ignore[index]
+    read: dict[int, set[str]] = defaultdict(set)
+    for info in views:
+        read[info.stratum].update(  # type: ignore[index]
+            lit.name for lit in info.rule.body
+            if isinstance(lit, s.Atom) and lit.name in heads[info.stratum])  # type: ignore[index]
+    return {index: frozenset(names) for index, names in read.items()
+            if names and not checked.strata[index].monotone}
+
+
 def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
     program = checked.program
+    own = _own(checked)
     facts = tuple(_fact_plan(f) for f in program.statements
                   if isinstance(f, s.FactRows) or (isinstance(f, s.Fact)
                                                    and f.atom.name != NATIVE_HANDLER))
@@ -440,10 +467,12 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
     return p.ProgramPlan(
         path=checked.source.path, relations=checked.relations,
         rules=tuple(plan_rule(info, checked.relations, info.stratum is not None
-                              and checked.strata[info.stratum].monotone)
+                              and checked.strata[info.stratum].monotone,
+                              own.get(info.stratum, frozenset()))  # type: ignore[arg-type]
                     for info in checked.rules),
         strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules,
-                                   monotone=st.monotone, strict=st.strict)
+                                   monotone=st.monotone, strict=st.strict,
+                                   own=own.get(st.index, frozenset()))
                      for st in checked.strata),
         facts=facts, timers=_timers(program),
         handlers=tuple(p.NativeHandler(relation=f.atom.args[0].value,  # type: ignore

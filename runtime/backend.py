@@ -127,6 +127,25 @@ class Store(Protocol):
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the
         store, such as aggregate groups)."""
 
+    def track(self, relation: str) -> None:
+        """Keep, from now on, when each row of ``relation`` is added (``births``)."""
+
+    def tick(self) -> None:
+        """Advance the clock of ``births``: rows added from now on are born after every
+        row there now."""
+
+    def births(self, relation: str) -> list[tuple[int, Set[Row]]]:
+        """A tracked relation's generations, oldest first: (clock, rows added then). A row
+        present was born in the newest one holding it."""
+
+    def ordered(self, relation: str) -> bool:
+        """Whether every derived row of a tracked relation has a derivation from asserted
+        rows or rows born before it or with it (not so once rows came back from
+        elsewhere)."""
+
+    def set_ordered(self, relation: str, ordered: bool) -> None:
+        """Say that it does, or no longer does; journaled."""
+
     def rollback(self) -> None: ...
 
     def mark(self) -> int:

@@ -3,7 +3,9 @@
 Per stratum (its inputs, lower strata and this step's input changes, are complete):
   A. aggregate rules recompute the groups their inputs touched;
   B. over-deletion (DRed): everything with a derivation through a removed tuple (or through a
-     `notin` whose tuple appeared) is removed, reading the tables as they were before;
+     `notin` whose tuple appeared) is removed, reading the tables as they were before; in a
+     recursive stratum, a tuple is first checked for a derivation from tuples born before
+     it that remain, and stays if it has one (``_overdelete_checked``);
   C. rederivation: removed tuples that still have a derivation come back;
   D. insertion: semi-naive from the new tuples (and from tuples that left a negated relation).
 Deferred rules (buffered writes, deletes, remote heads) then run once on what is new in the
@@ -14,6 +16,8 @@ Store (runtime/backend.py).
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
@@ -192,6 +196,25 @@ def _restore_best(args: tuple[dict, str, dict]) -> None:
 
 
 _NUMBERS = frozenset({int, float, IntFloat})
+
+
+class _Younger:
+    """The rows of a relation born at or after a point, given its generations from then on:
+    what the support check of ``_overdelete_checked`` excludes, as a set to a plan."""
+
+    __slots__ = ("gens",)
+
+    def __init__(self, gens: list[Set[Row]]) -> None:
+        self.gens = gens
+
+    def __contains__(self, row: object) -> bool:
+        for members in self.gens:  # noqa: SIM110 (a loop: no generator per probe)
+            if row in members:
+                return True
+        return False
+
+    def __bool__(self) -> bool:
+        return True
 
 
 def _arithmetic(expr: p.Expr) -> bool:
@@ -375,11 +398,19 @@ class Fixpoint:
             r.plan.index: {} for r in self.rules if r.aggregation and not r.head_event}
         self.view_heads = {r.head for r in self.rules
                            if r.plan.kind == "view" and not r.plan.deferred}
+        # each recursive stratum's relations that its views both derive and read: the store
+        # keeps when their rows were born, for the support check of over-deletion
+        self.own = {stratum.index: stratum.own for stratum in plan.strata if stratum.own}
+        for names in self.own.values():
+            for name in names:
+                self.store.track(name)
         # rows of each relation supported by aggregate groups (an aggregate row is derived,
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
         # new head tuples each rule derived in the current step (for --trace); reset per step
         self.firings: Counter = Counter()
+        # rows over-deletion removed in the step (those rederived too): what deletions cost
+        self.overdeleted_rows = 0
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
         self._moving: list[p.RulePlan] | None = None  # views that may move mid-evaluation
         self.initial = False  # the current step is the first: rules without atoms fire
@@ -392,6 +423,7 @@ class Fixpoint:
         self.held = {}
         self.initial = initial
         self.new_rows = 0
+        self.overdeleted_rows = 0
         self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
@@ -460,9 +492,16 @@ class Fixpoint:
             self._views_here(views, *self._snapshot(views))
 
     def _views_here(self, views: list[_Rule], plus: dict, minus: dict) -> None:
-        overdeleted = self._overdelete(views, plus, minus)
+        store = self.store
+        own = self.own.get(views[0].plan.stratum, ()) if views else ()  # type: ignore[arg-type]
+        if own and all(store.ordered(name) for name in own):
+            overdeleted = self._overdelete_checked(views, plus, minus, own)
+        else:
+            overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
             self._insert(views, {}, {}, self._recompute(views))
+            for name in own:  # every derived row is born anew, in order
+                store.set_ordered(name, True)
         else:
             rederived = self._rederive(views, overdeleted)
             for name, rows in rederived.items():
@@ -488,6 +527,8 @@ class Fixpoint:
         self.budget.left -= count
         self.new_rows += count
         store = self.store
+        for name in self.own.get(stratum, ()):  # rows derived there come here all at once
+            store.set_ordered(name, False)
         label = f"stratum {stratum} on Spark"
         for head, change in found.items():
             if isinstance(change, Held):  # its rows stay in Spark
@@ -798,10 +839,101 @@ class Fixpoint:
                     overdeleted[name] |= gone
                     delta[name] = gone
                     budget -= len(gone)
+                    self.overdeleted_rows += len(gone)
             if not delta:
                 return overdeleted
             if budget is not None and budget < 0:
                 return None
+
+    def _overdelete_checked(self, views: list[_Rule], plus: dict, minus: dict,
+                            own: Collection[str]) -> dict[str, set[Row]] | None:
+        """``_overdelete`` for a recursive stratum, with a support check that stops most of
+        it. The rows reached from the step's changes are taken in the order they were born
+        (``Store.births``), a generation at a time: a row that still has a derivation from
+        rows born before its generation that remain (its rederivation plan, excluding its
+        own relations' younger rows) stays; only the others are removed, and what they
+        reach from their generation on is checked in turn. A derivation from older rows
+        cannot go round a cycle back to the row, and the older rows have all been decided
+        when it is checked (removing a row reaches only rows of its generation or younger),
+        so what stays is derivable. What is removed may still be, from younger rows:
+        rederivation puts it back. Returns None as ``_overdelete`` does."""
+        store = self.store
+        heads = {r.head for r in views} & self.view_heads
+        overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
+        births = {name: store.births(name) for name in own}
+        pending: dict[float, dict[str, set[Row]]] = {}  # birth -> relation -> rows to check
+        order: list[float] = []  # the births in ``pending``, a heap
+        self._reached(views, plus, minus, True, births, None, pending, order)
+        budget: int | None = None  # counted when something is first removed
+        while order:
+            bound = heapq.heappop(order)
+            batch = pending.pop(bound)
+            exclude = {name: _Younger([members for tick, members in gens if tick >= bound])
+                       for name, gens in births.items()}
+            for rule in views:
+                rows = batch.get(rule.head)
+                if rows and rule.rederive is not None:
+                    rows.difference_update(rule.run(rule.rederive, rule.rederive_seeds(rows),
+                                                    exclude, capped=False))
+            delta = {name: rows for name, rows in batch.items() if rows}
+            for name, rows in delta.items():
+                if budget is None:
+                    derived = sum(len(store.rows(h)) - len(store.asserted(h)) for h in heads)
+                    budget = max(self.RECOMPUTE_MIN, derived // 4)
+                store.remove_many(name, rows)
+                overdeleted[name] |= rows
+                budget -= len(rows)
+                self.overdeleted_rows += len(rows)
+            if budget is not None and budget < 0:
+                return None
+            if delta:
+                self._reached(views, NOTHING, delta, False, births, bound, pending, order)
+        return overdeleted
+
+    def _reached(self, views: list[_Rule], plus: Mapping[str, set[Row]],
+                 minus: Mapping[str, set[Row]], first: bool,
+                 births: dict[str, list[tuple[int, Set[Row]]]], after: float | None,
+                 pending: dict[float, dict[str, set[Row]]], order: list[float]) -> None:
+        """Queue in ``pending``, by birth, the derived rows present with a derivation through
+        ``minus`` (or, when ``first``, through a negated row in ``plus``) born at or after
+        ``after``: the older ones have a derivation from rows older than those. A relation
+        the views do not read is checked last, once what it is derived from is decided."""
+        store = self.store
+        found: dict[str, set[Row]] = defaultdict(set)
+        for rule in views:
+            for trigger in rule.triggers:
+                if trigger.negated and not first:
+                    continue
+                seed = (plus if trigger.negated else minus).get(trigger.relation)
+                if seed and trigger.delete is not None:
+                    found[rule.head].update(rule.run(trigger.delete, seed,
+                                                     source=trigger.relation, capped=False))
+
+        def queue(birth: float, name: str, rows: set[Row]) -> None:
+            batch = pending.get(birth)
+            if batch is None:
+                pending[birth] = batch = {}
+                heapq.heappush(order, birth)
+            if name in batch:
+                batch[name] |= rows
+            else:
+                batch[name] = rows
+
+        for name, rows in found.items():
+            rows = self._derived_only(name, rows & store.rows(name))
+            gens = births.get(name)
+            if gens is None:
+                if rows:
+                    queue(math.inf, name, rows)
+                continue
+            for tick, members in reversed(gens):  # a row was born in the newest holding it
+                if not rows:
+                    break
+                hit = rows & members
+                if hit:
+                    rows -= hit
+                    if after is None or tick >= after:
+                        queue(tick, name, hit)
 
     def _derived_only(self, name: str, rows: set[Row]) -> set[Row]:
         """``rows`` without those asserted or supported by an aggregate group."""
@@ -833,6 +965,7 @@ class Fixpoint:
     def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:
         rederived: dict[str, set[Row]] = {}
+        self.store.tick()
         for rule in views:
             candidates = overdeleted.get(rule.head)
             if not candidates or rule.rederive is None:
@@ -867,6 +1000,7 @@ class Fixpoint:
                                                                      trigger.relation))
             first = False
             delta = {}
+            store.tick()  # the round's rows are born after those they come from
             for rule, rows in found.items():
                 head = rule.head
                 if rule.aggregation is not None:  # a recursive min/max

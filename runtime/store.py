@@ -37,8 +37,12 @@ class _SetBucket(set):
 
 
 # Buckets are lists (appending is cheaper than hashing a tuple into a set) up to this size,
-# so that removing one row by scanning stays cheap; larger ones become _SetBuckets.
+# so that removing one row by scanning stays cheap; larger ones become _SetBuckets. A list
+# bucket that loses rows becomes a _SetBucket past SMALL_BUCKET rows: one pass over it, as
+# filtering it would cost, and the rows it loses next go in O(1) (over-deletion removes
+# rows from the same buckets batch after batch).
 BIG_BUCKET = 2048
+SMALL_BUCKET = 64
 
 
 def _key_source(cols: tuple[int, ...]) -> str:
@@ -81,8 +85,11 @@ def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
         bucket.discard(row)
     elif bucket[-1] is row:  # the newest row (as when a step is rolled back)
         bucket.pop()
+    elif len(bucket) > SMALL_BUCKET:
+        idx[key] = bucket = _SetBucket(bucket)
+        bucket.discard(row)
     else:
-        bucket.remove(row)  # a scan of at most BIG_BUCKET rows
+        bucket.remove(row)  # a scan of at most SMALL_BUCKET rows
 
 
 def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
@@ -97,12 +104,14 @@ def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
         bucket = idx[key]
         if len(rows) == len(bucket):
             del idx[key]
-        elif bucket.__class__ is list:
+        elif bucket.__class__ is list and len(bucket) <= SMALL_BUCKET:
             if len(rows) == 1:
                 _unindex(idx, key, rows[0])
             else:
                 idx[key] = [row for row in bucket if row not in gone]
         else:
+            if bucket.__class__ is list:
+                idx[key] = bucket = _SetBucket(bucket)
             bucket.difference_update(rows)
 
 
@@ -130,7 +139,16 @@ class Journal:
 
 class Table:
     """One relation's tuples. ``rows`` is what is visible; ``asserted`` what facts, inserts and
-    event rules put there (the rest is derived by view rules)."""
+    event rules put there (the rest is derived by view rules).
+
+    A table whose rows a recursive stratum derives may also keep ``gens``, when its rows were
+    born (``LocalStore.track``): [clock, rows added then, whether the set is the table's
+    own], oldest first. The fixpoint ticks the store's clock before each round adds its
+    rows, so a derived row has a derivation from rows born before it, or asserted. The
+    round's own sets are kept (no cost per row); a row's birth is the newest generation
+    holding it (rows removed since stay in theirs until compacted). ``ordered`` says that
+    every derived row has a generation and a derivation from rows of its generation or
+    older: not so once rows came back from elsewhere (Spark) or a step rolled back."""
 
     def __init__(self, name: str, arity: int, event: bool, keys: tuple[int, ...],
                  journal: Journal) -> None:
@@ -151,6 +169,9 @@ class Table:
         self._batches: list[set[Row]] = []
         self.removed: set[Row] = set()
         self.journal = journal
+        self.gens: list[list] | None = None  # None: not tracked
+        self.now = 0  # the store's clock, for ``gens``
+        self.ordered = True
         if self.keyed:
             self.index(keys)
 
@@ -196,6 +217,13 @@ class Table:
     def add(self, row: Row) -> None:
         self.rows.add(row)
         self._index_rows((row,))
+        gens = self.gens
+        if gens is not None:
+            last = gens[-1] if gens else None
+            if last is not None and last[0] == self.now and last[2]:
+                last[1].add(row)
+            else:
+                gens.append([self.now, {row}, True])
         if self.event or row not in self.removed:
             self._added.add(row)
         else:
@@ -219,6 +247,8 @@ class Table:
         """Add rows known to be absent, as set operations (the fixpoint's hot path)."""
         self.rows |= new
         self._index_rows(new)
+        if self.gens is not None:
+            self.gens.append([self.now, new, False])
         back = self.removed & new if (self.removed and not self.event) else None
         batch = new
         if back:
@@ -292,6 +322,35 @@ class Table:
         self.asserted.discard(row)
         self.journal.entries.append((self.asserted.add, row))
 
+    MAX_GENS = 64
+
+    def compact(self) -> None:
+        """Keep ``gens`` short: past MAX_GENS, merge neighbours into about half as many
+        generations of about equal size (a large one stays alone; merged rows count as born
+        at the oldest's clock: a row may then rest on rows of its own generation, which the
+        fixpoint allows for), and drop the rows removed since when they are as many as the
+        rows present."""
+        gens = self.gens
+        if not gens:
+            return
+        rows = self.rows
+        if sum(len(gen[1]) for gen in gens) > 2 * len(rows) + 4096:
+            gens[:] = [[tick, kept, True] for tick, members, _ in gens
+                       if (kept := members & rows)]
+        if len(gens) > self.MAX_GENS:  # neighbours into groups of about equal size
+            share = sum(len(gen[1]) for gen in gens) / (self.MAX_GENS // 2)
+            groups: list[list[list]] = [[]]
+            size = 0
+            for gen in gens:
+                if size >= share:
+                    groups.append([])
+                    size = 0
+                groups[-1].append(gen)
+                size += len(gen[1])
+            gens[:] = [group[0] if len(group) == 1 else
+                       [group[0][0], set().union(*(gen[1] for gen in group)) & rows, True]
+                       for group in groups]
+
     def clear_step(self) -> None:
         """Forget the net changes of the last step (not journaled: done between steps)."""
         self._added = set()
@@ -303,22 +362,23 @@ class Table:
         elsewhere now (in Spark). Not a change of the step: its change sets stay."""
         if not self.rows and not (asserted and self.asserted):
             return
-        before = (self.rows, self.indexes, self.asserted)
+        before = (self.rows, self.indexes, self.asserted, self.ordered)
         self._take((set(), {cols: defaultdict(list) for cols in self.indexes},
-                    set() if asserted else self.asserted))
+                    set() if asserted else self.asserted, False))
         self.journal.entries.append((self._take, before))
 
     def take_back(self, rows: set[Row], asserted: bool = False) -> None:
         """Hold ``rows`` again after ``release`` (all asserted, with ``asserted``): not a
         change of the step."""
-        before = (self.rows, self.indexes, self.asserted)
+        before = (self.rows, self.indexes, self.asserted, self.ordered)
         self._take((rows, {cols: defaultdict(list) for cols in self.indexes},
-                    set(rows) if asserted else self.asserted))
+                    set(rows) if asserted else self.asserted, False))
         self._index_rows(rows)
         self.journal.entries.append((self._take, before))
 
-    def _take(self, state: tuple[set[Row], dict, set[Row]]) -> None:
-        self.rows, indexes, self.asserted = state
+    def _take(self, state: tuple[set[Row], dict, set[Row], bool]) -> None:
+        """Replace the rows (when they were born is not known: not ``ordered``)."""
+        self.rows, indexes, self.asserted, self.ordered = state
         self._set_indexes(indexes)
 
     def _set_indexes(self, indexes: dict) -> None:
@@ -364,6 +424,10 @@ class LocalStore:
         self._events = [t for t in self.tables.values() if t.event]
         self._persistent = [t for t in self.tables.values() if not t.event]
         self._events_before: list[tuple[Table, tuple]] = []
+        self.clock = 0  # ticks: see Table.gens
+        self._tracked: list[Table] = []
+        self._step_clock = 0  # the clock when the step began
+        self._marks: dict[int, int] = {}  # mark -> the clock then
 
     def table(self, relation: str) -> Table:
         return self.tables[relation]
@@ -422,19 +486,72 @@ class LocalStore:
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))
 
+    def track(self, relation: str) -> None:
+        """Keep when each row of ``relation`` is added (``Table.gens``); the rows it has now
+        were added before: it is not ``ordered`` if some of them are derived."""
+        table = self.tables[relation]
+        if table.gens is None:
+            table.gens = []
+            table.now = self.clock
+            table.ordered = table.rows <= table.asserted
+            self._tracked.append(table)
+
+    def tick(self) -> None:
+        """Advance the clock: rows added from now on are born after every row there."""
+        self.clock += 1
+        for table in self._tracked:
+            table.now = self.clock
+
+    def births(self, relation: str) -> list[tuple[int, set[Row]]]:
+        """A tracked relation's generations, oldest first: (clock, rows added then). A row
+        present was born in the newest one holding it (none: asserted before tracking)."""
+        gens = self.tables[relation].gens
+        assert gens is not None, f"{relation} is not tracked"
+        return [(gen[0], gen[1]) for gen in gens]
+
+    def ordered(self, relation: str) -> bool:
+        return self.tables[relation].ordered
+
+    def set_ordered(self, relation: str, ordered: bool) -> None:
+        table = self.tables[relation]
+        if table.ordered != ordered:
+            table.ordered = ordered
+            self.journal.entries.append((self._reorder, (table, not ordered)))
+
+    @staticmethod
+    def _reorder(args: tuple[Table, bool]) -> None:
+        table, ordered = args
+        table.ordered = ordered
+
     def rollback(self) -> None:
         self.journal.rollback()
+        self._unborn(self._step_clock)
 
     def mark(self) -> int:
-        return len(self.journal.entries)
+        self.tick()  # what is added after the mark is born after it
+        mark = len(self.journal.entries)
+        self._marks[mark] = self.clock
+        return mark
 
     def rollback_to(self, mark: int) -> None:
         self.journal.rollback_to(mark)
+        self._unborn(self._marks[mark])
+
+    def _unborn(self, clock: int) -> None:
+        """Forget the generations born after ``clock`` (rows removed and added again since
+        are born when they were before)."""
+        for table in self._tracked:
+            gens = table.gens
+            while gens and gens[-1][0] > clock:  # type: ignore[index]
+                gens.pop()  # type: ignore[union-attr]
 
     def commit(self) -> None:
         self.journal.entries.clear()
+        self._marks.clear()
 
     def begin_step(self) -> None:
+        self.tick()
+        self._step_clock = self.clock
         self._events_before = [(table, table.end_events()) for table in self._events]
 
     def abort_step(self) -> None:
@@ -446,3 +563,5 @@ class LocalStore:
     def end_step(self) -> None:
         for table in self._persistent:
             table.clear_step()
+        for table in self._tracked:
+            table.compact()
