@@ -138,6 +138,9 @@ class Store(Protocol):
         """A tracked relation's generations, oldest first: (clock, rows added then). A row
         present was born in the newest one holding it."""
 
+    def rebirth(self, relation: str, rows: set[Row]) -> None:
+        """Rows present are born again now, as if added; undone by a rollback."""
+
     def ordered(self, relation: str) -> bool:
         """Whether every derived row of a tracked relation has a derivation from asserted
         rows or rows born before it or with it (not so once rows came back from

@@ -391,12 +391,9 @@ class Engine:
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
         # runs a full collection, visiting every row of every table, each time they grow by
-        # a quarter; after the step, one does. Young collections go on, every 100,000
-        # allocations rather than 700: each visits the containers made since the last one
-        # (a deletion turns index buckets into sets by the thousand), and the rows a step
-        # allocates by the million make no cycles to collect.
+        # a quarter; after the step, one does. Young collections go on as usual.
         thresholds = gc.get_threshold()
-        gc.set_threshold(max(thresholds[0], 100_000), thresholds[1], 2**31 - 1)
+        gc.set_threshold(thresholds[0], thresholds[1], 2**31 - 1)
         try:
             while True:
                 try:

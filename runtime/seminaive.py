@@ -199,15 +199,19 @@ _NUMBERS = frozenset({int, float, IntFloat})
 
 
 class _Younger:
-    """The rows of a relation born at or after a point, given its generations from then on:
-    what the support check of ``_overdelete_checked`` excludes, as a set to a plan."""
+    """The rows of a relation born at or after a point, given its generations from then on,
+    and those over-deleted: what the support check of ``_overdelete_checked`` excludes, as a
+    set to a plan."""
 
-    __slots__ = ("gens",)
+    __slots__ = ("gens", "gone")
 
-    def __init__(self, gens: list[Set[Row]]) -> None:
+    def __init__(self, gens: list[Set[Row]], gone: Set[Row]) -> None:
         self.gens = gens
+        self.gone = gone
 
     def __contains__(self, row: object) -> bool:
+        if row in self.gone:
+            return True
         for members in self.gens:  # noqa: SIM110 (a loop: no generator per probe)
             if row in members:
                 return True
@@ -329,6 +333,9 @@ class Fixpoint:
 
     # over-deletion of at most this many rows never switches to evaluating afresh
     RECOMPUTE_MIN = 1000
+    # ... nor does a support check of at most this many generations (a deletion that goes
+    # deeper, removing more, is cutting a long cycle: evaluated afresh)
+    CHECK_GENERATIONS = 128
 
     def __init__(self, plan: p.ProgramPlan, backend: Backend, limits: Limits | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
@@ -494,7 +501,8 @@ class Fixpoint:
     def _views_here(self, views: list[_Rule], plus: dict, minus: dict) -> None:
         store = self.store
         own = self.own.get(views[0].plan.stratum, ()) if views else ()  # type: ignore[arg-type]
-        if own and all(store.ordered(name) for name in own):
+        checked = all(store.ordered(name) for name in own)
+        if own and checked:
             overdeleted = self._overdelete_checked(views, plus, minus, own)
         else:
             overdeleted = self._overdelete(views, plus, minus)
@@ -503,7 +511,8 @@ class Fixpoint:
             for name in own:  # every derived row is born anew, in order
                 store.set_ordered(name, True)
         else:
-            rederived = self._rederive(views, overdeleted)
+            rederived = (self._rederive_checked(views, overdeleted) if own and checked
+                         else self._rederive(views, overdeleted))
             for name, rows in rederived.items():
                 plus[name] = plus.get(name, set()) | rows
             self._insert(views, plus, minus)
@@ -856,19 +865,26 @@ class Fixpoint:
         cannot go round a cycle back to the row, and the older rows have all been decided
         when it is checked (removing a row reaches only rows of its generation or younger),
         so what stays is derivable. What is removed may still be, from younger rows:
-        rederivation puts it back. Returns None as ``_overdelete`` does."""
+        rederivation puts it back. Returns None as ``_overdelete`` does, and when the check
+        goes past CHECK_GENERATIONS generations having removed more than RECOMPUTE_MIN
+        rows."""
         store = self.store
         heads = {r.head for r in views} & self.view_heads
         overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
         births = {name: store.births(name) for name in own}
         pending: dict[float, dict[str, set[Row]]] = {}  # birth -> relation -> rows to check
         order: list[float] = []  # the births in ``pending``, a heap
-        self._reached(views, plus, minus, True, births, None, pending, order)
+        self._reached(views, plus, minus, True, births, None, pending, order, overdeleted)
         budget: int | None = None  # counted when something is first removed
+        removed = checked = 0
         while order:
+            checked += 1
+            if checked > self.CHECK_GENERATIONS and removed > self.RECOMPUTE_MIN:
+                return None
             bound = heapq.heappop(order)
             batch = pending.pop(bound)
-            exclude = {name: _Younger([members for tick, members in gens if tick >= bound])
+            exclude = {name: _Younger([members for tick, members in gens if tick >= bound],
+                                      overdeleted[name])
                        for name, gens in births.items()}
             for rule in views:
                 rows = batch.get(rule.head)
@@ -880,20 +896,57 @@ class Fixpoint:
                 if budget is None:
                     derived = sum(len(store.rows(h)) - len(store.asserted(h)) for h in heads)
                     budget = max(self.RECOMPUTE_MIN, derived // 4)
-                store.remove_many(name, rows)
                 overdeleted[name] |= rows
                 budget -= len(rows)
+                removed += len(rows)
                 self.overdeleted_rows += len(rows)
             if budget is not None and budget < 0:
                 return None
             if delta:
-                self._reached(views, NOTHING, delta, False, births, bound, pending, order)
+                self._reached(views, NOTHING, delta, False, births, bound, pending, order,
+                              overdeleted)
         return overdeleted
+
+    def _rederive_checked(self, views: list[_Rule], gone: dict[str, set[Row]],
+                          ) -> dict[str, set[Row]]:
+        """``_rederive`` after ``_overdelete_checked``, which leaves the rows it over-deleted
+        in the store (their index buckets are touched only for those that really go): the
+        ones with a derivation from the rest stay, born anew (it may be younger than they
+        are); the others go; and rows the step removed before that have one come back.
+        Returns the rows rederived, which seed insertion."""
+        store = self.store
+        store.tick()
+        back: dict[str, set[Row]] = defaultdict(set)
+        absent: list[tuple[_Rule, Row]] = []
+        for rule in views:
+            candidates = gone.get(rule.head)
+            if not candidates or rule.rederive is None:
+                continue
+            found = back[rule.head]
+            held = store.rows(rule.head)
+            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates), gone,
+                                capped=False):
+                if row in candidates and row not in found:
+                    found.add(row)
+                    if row not in held:
+                        absent.append((rule, row))
+        for name, rows in gone.items():
+            leaving = (rows & store.rows(name)) - back[name]
+            if leaving:
+                store.remove_many(name, leaving)
+        for name, rows in back.items():
+            stayed = rows & store.rows(name)
+            if stayed:
+                store.rebirth(name, stayed)
+        for rule, row in absent:
+            self._add_derived(rule, row)
+        return {name: rows for name, rows in back.items() if rows}
 
     def _reached(self, views: list[_Rule], plus: Mapping[str, set[Row]],
                  minus: Mapping[str, set[Row]], first: bool,
                  births: dict[str, list[tuple[int, Set[Row]]]], after: float | None,
-                 pending: dict[float, dict[str, set[Row]]], order: list[float]) -> None:
+                 pending: dict[float, dict[str, set[Row]]], order: list[float],
+                 gone: dict[str, set[Row]]) -> None:
         """Queue in ``pending``, by birth, the derived rows present with a derivation through
         ``minus`` (or, when ``first``, through a negated row in ``plus``) born at or after
         ``after``: the older ones have a derivation from rows older than those. A relation
@@ -920,7 +973,7 @@ class Fixpoint:
                 batch[name] = rows
 
         for name, rows in found.items():
-            rows = self._derived_only(name, rows & store.rows(name))
+            rows = self._derived_only(name, (rows & store.rows(name)) - gone[name])
             gens = births.get(name)
             if gens is None:
                 if rows:

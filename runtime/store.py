@@ -348,7 +348,7 @@ class Table:
                 groups[-1].append(gen)
                 size += len(gen[1])
             gens[:] = [group[0] if len(group) == 1 else
-                       [group[0][0], set().union(*(gen[1] for gen in group)) & rows, True]
+                       [group[0][0], set().union(*(gen[1] for gen in group)), True]
                        for group in groups]
 
     def clear_step(self) -> None:
@@ -508,6 +508,13 @@ class LocalStore:
         gens = self.tables[relation].gens
         assert gens is not None, f"{relation} is not tracked"
         return [(gen[0], gen[1]) for gen in gens]
+
+    def rebirth(self, relation: str, rows: set[Row]) -> None:
+        """Rows present are born again now (a derivation younger than they are holds them);
+        the store keeps ``rows``. Undone by a rollback, as every generation since."""
+        gens = self.tables[relation].gens
+        if gens is not None:
+            gens.append([self.clock, rows, True])
 
     def ordered(self, relation: str) -> bool:
         return self.tables[relation].ordered

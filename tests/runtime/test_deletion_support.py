@@ -132,7 +132,7 @@ def test_rows_of_a_relation_tracked_late_have_no_birth_and_it_is_not_ordered() -
     assert store.births("r") == []
 
 
-def test_compaction_merges_neighbours_into_equal_generations_and_drops_removed_rows(
+def test_compaction_merges_neighbours_into_equal_generations_then_drops_removed_rows(
         ) -> None:
     store = _store()
     table = store.table("r")
@@ -146,10 +146,19 @@ def test_compaction_merges_neighbours_into_equal_generations_and_drops_removed_r
     # 1,067 rows into 32 generations of about 33: the large one alone, the small ones by 34
     assert [tick for tick, _ in store.births("r")] == [1, 2, 36, 70]
     assert store.births("r")[0] == (1, {(0, i) for i in range(1000)})  # kept apart
+    # the removed rows stay in theirs (until they are as many as the rows present)
     assert set().union(*(m for _, m in store.births("r")[1:])) == {
-        (1, i) for i in range(2, Table.MAX_GENS + 5)}
+        (1, i) for i in range(Table.MAX_GENS + 5)}
     assert table.rows == {(0, i) for i in range(1000)} | {
         (1, i) for i in range(2, Table.MAX_GENS + 5)}
+    assert _births(store)[(1, 40)] == 36
+    store.remove_many("r", {(0, i) for i in range(600)})
+    store.tick()
+    store.add_many("r", {(2, i) for i in range(20_000)})
+    store.remove_many("r", {(2, i) for i in range(20_000)})
+    store.end_step()  # 21,069 rows in generations for 467 present: only those stay
+    assert [(tick, len(members)) for tick, members in store.births("r")] == [
+        (1, 400), (2, 32), (36, 34), (70, 1)]
 
 
 def test_rows_that_came_back_all_at_once_are_over_deleted_in_full_until_evaluated_afresh(
