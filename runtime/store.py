@@ -9,7 +9,7 @@ present: the callers check.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -146,7 +146,7 @@ class Table:
     own], oldest first. The fixpoint ticks the store's clock before each round adds its
     rows, so a derived row has a derivation from rows born before it, or asserted. The
     round's own sets are kept (no cost per row); a row's birth is the newest generation
-    holding it (rows removed since stay in theirs until compacted). ``ordered`` says that
+    holding it (rows removed since stay in theirs for a while). ``ordered`` says that
     every derived row has a generation and a derivation from rows of its generation or
     older: not so once rows came back from elsewhere (Spark) or a step rolled back."""
 
@@ -324,32 +324,26 @@ class Table:
 
     MAX_GENS = 64
 
-    def compact(self) -> None:
-        """Keep ``gens`` short: past MAX_GENS, merge neighbours into about half as many
-        generations of about equal size (a large one stays alone; merged rows count as born
-        at the oldest's clock: a row may then rest on rows of its own generation, which the
-        fixpoint allows for), and drop the rows removed since when they are as many as the
-        rows present."""
+    def drop_removed(self) -> None:
+        """Drop from ``gens`` the rows removed since they were born, when they are as many
+        as the rows present (until then they cost only memory: a birth is looked up only
+        for rows present)."""
         gens = self.gens
-        if not gens:
-            return
-        rows = self.rows
-        if sum(len(gen[1]) for gen in gens) > 2 * len(rows) + 4096:
+        if gens and sum(len(gen[1]) for gen in gens) > 2 * len(self.rows) + 4096:
+            rows = self.rows
             gens[:] = [[tick, kept, True] for tick, members, _ in gens
                        if (kept := members & rows)]
-        if len(gens) > self.MAX_GENS:  # neighbours into groups of about equal size
-            share = sum(len(gen[1]) for gen in gens) / (self.MAX_GENS // 2)
-            groups: list[list[list]] = [[]]
-            size = 0
-            for gen in gens:
-                if size >= share:
-                    groups.append([])
-                    size = 0
-                groups[-1].append(gen)
-                size += len(gen[1])
-            gens[:] = [group[0] if len(group) == 1 else
-                       [group[0][0], set().union(*(gen[1] for gen in group)), True]
-                       for group in groups]
+
+    def merge_gens(self, start_of: Mapping[int, int]) -> None:
+        """Merge ``gens`` by the intervals of the clock that ``start_of`` maps each tick to
+        (the tick its interval starts at): the births of every tracked table move by the
+        same order-keeping map, so that a row is never born after one derived from it."""
+        merged: dict[int, list[list]] = {}
+        for gen in self.gens:  # type: ignore[union-attr]
+            merged.setdefault(start_of[gen[0]], []).append(gen)
+        self.gens = [[tick, group[0][1], group[0][2]] if len(group) == 1 else
+                     [tick, set().union(*(gen[1] for gen in group)), True]
+                     for tick, group in merged.items()]
 
     def clear_step(self) -> None:
         """Forget the net changes of the last step (not journaled: done between steps)."""
@@ -426,7 +420,7 @@ class LocalStore:
         self._events_before: list[tuple[Table, tuple]] = []
         self.clock = 0  # ticks: see Table.gens
         self._tracked: list[Table] = []
-        self._step_clock = 0  # the clock when the step began
+        self._step_clock = 0  # the clock just before the step began
         self._marks: dict[int, int] = {}  # mark -> the clock then
 
     def table(self, relation: str) -> Table:
@@ -535,9 +529,9 @@ class LocalStore:
         self._unborn(self._step_clock)
 
     def mark(self) -> int:
-        self.tick()  # what is added after the mark is born after it
         mark = len(self.journal.entries)
         self._marks[mark] = self.clock
+        self.tick()  # what is added after the mark is born after it
         return mark
 
     def rollback_to(self, mark: int) -> None:
@@ -557,8 +551,8 @@ class LocalStore:
         self._marks.clear()
 
     def begin_step(self) -> None:
-        self.tick()
         self._step_clock = self.clock
+        self.tick()  # what the step adds is born after it began
         self._events_before = [(table, table.end_events()) for table in self._events]
 
     def abort_step(self) -> None:
@@ -570,5 +564,29 @@ class LocalStore:
     def end_step(self) -> None:
         for table in self._persistent:
             table.clear_step()
-        for table in self._tracked:
-            table.compact()
+        self._compact()
+
+    def _compact(self) -> None:
+        """Keep generations few: past Table.MAX_GENS in a table, the clock is cut into
+        about half as many intervals holding about as many rows each (over every tracked
+        table), and each table's generations in one interval merge, born at its start. A
+        row may then rest on rows of its own generation, which the fixpoint allows for."""
+        tables = [table for table in self._tracked if table.gens]
+        for table in tables:
+            table.drop_removed()
+        if not any(len(table.gens) > Table.MAX_GENS for table in tables):  # type: ignore
+            return
+        sizes: Counter = Counter()
+        for table in tables:
+            for tick, members, _ in table.gens:  # type: ignore[union-attr]
+                sizes[tick] += len(members)
+        share = sum(sizes.values()) / (Table.MAX_GENS // 2)
+        start_of: dict[int, int] = {}
+        first, size = 0, share
+        for tick in sorted(sizes):
+            if size >= share:
+                first, size = tick, 0
+            start_of[tick] = first
+            size += sizes[tick]
+        for table in tables:
+            table.merge_gens(start_of)
