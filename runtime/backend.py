@@ -138,6 +138,10 @@ class Store(Protocol):
         """A tracked relation's generations, oldest first: (clock, rows added then). A row
         present was born in the newest one holding it."""
 
+    def reset_births(self, relation: str) -> None:
+        """Forget when a tracked relation's rows were born (its derived rows are about to
+        be evaluated afresh); journaled."""
+
     def rebirth(self, relation: str, rows: set[Row]) -> None:
         """Rows present are born again now, as if added; undone by a rollback."""
 

@@ -333,9 +333,8 @@ class Fixpoint:
 
     # over-deletion of at most this many rows never switches to evaluating afresh
     RECOMPUTE_MIN = 1000
-    # ... nor does a support check of at most this many generations (a deletion that goes
-    # deeper, removing more, is cutting a long cycle: evaluated afresh)
-    CHECK_GENERATIONS = 128
+    # a support check of over-deletion past this many generations goes on without checks
+    CHECK_GENERATIONS = 64
 
     def __init__(self, plan: p.ProgramPlan, backend: Backend, limits: Limits | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
@@ -501,17 +500,19 @@ class Fixpoint:
     def _views_here(self, views: list[_Rule], plus: dict, minus: dict) -> None:
         store = self.store
         own = self.own.get(views[0].plan.stratum, ()) if views else ()  # type: ignore[arg-type]
-        checked = all(store.ordered(name) for name in own)
-        if own and checked:
-            overdeleted = self._overdelete_checked(views, plus, minus, own)
+        in_place = False  # over-deleted rows still in the store (_overdelete_checked)
+        if own and all(store.ordered(name) for name in own):
+            found = self._overdelete_checked(views, plus, minus, own)
+            overdeleted, in_place = (None, False) if found is None else found
         else:
             overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
-            self._insert(views, {}, {}, self._recompute(views))
             for name in own:  # every derived row is born anew, in order
+                store.reset_births(name)
                 store.set_ordered(name, True)
+            self._insert(views, {}, {}, self._recompute(views))
         else:
-            rederived = (self._rederive_checked(views, overdeleted) if own and checked
+            rederived = (self._rederive_checked(views, overdeleted) if in_place
                          else self._rederive(views, overdeleted))
             for name, rows in rederived.items():
                 plus[name] = plus.get(name, set()) | rows
@@ -813,15 +814,19 @@ class Fixpoint:
         self.store.add(head, row)
         return True
 
-    def _overdelete(self, views: list[_Rule], plus: dict, minus: dict,
+    def _overdelete(self, views: list[_Rule], plus: Mapping[str, set[Row]],
+                    minus: Mapping[str, set[Row]],
+                    overdeleted: dict[str, set[Row]] | None = None, removed: int = 0,
                     ) -> dict[str, set[Row]] | None:
         """DRed's first phase: remove every derived row with a derivation through a removed
         row (or through a negated row that appeared). Returns what it removed, or None when
         that grew past a quarter of the stratum's derived rows (in a cycle, over-deletion
-        removes nearly everything; evaluating afresh is then cheaper)."""
+        removes nearly everything; evaluating afresh is then cheaper). ``overdeleted`` and
+        ``removed``: what an over-deletion that goes on here removed already."""
         store = self.store
         heads = {r.head for r in views} & self.view_heads
-        overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
+        if overdeleted is None:
+            overdeleted = {h: set(minus.get(h, ())) for h in heads}
         budget: int | None = None  # counted when something is first over-deleted
         delta = minus
         first = True
@@ -841,9 +846,9 @@ class Fixpoint:
                 gone = self._derived_only(name, rows & store.rows(name))
                 if gone:
                     if budget is None:
-                        derived = sum(len(store.rows(h)) - len(store.asserted(h))
-                                      for h in heads)
-                        budget = max(self.RECOMPUTE_MIN, derived // 4)
+                        derived = removed + sum(len(store.rows(h)) - len(store.asserted(h))
+                                                for h in heads)
+                        budget = max(self.RECOMPUTE_MIN, derived // 4) - removed
                     store.remove_many(name, gone)
                     overdeleted[name] |= gone
                     delta[name] = gone
@@ -855,7 +860,8 @@ class Fixpoint:
                 return None
 
     def _overdelete_checked(self, views: list[_Rule], plus: dict, minus: dict,
-                            own: Collection[str]) -> dict[str, set[Row]] | None:
+                            own: Collection[str],
+                            ) -> tuple[dict[str, set[Row]], bool] | None:
         """``_overdelete`` for a recursive stratum, with a support check that stops most of
         it. The rows reached from the step's changes are taken in the order they were born
         (``Store.births``), a generation at a time: a row that still has a derivation from
@@ -865,9 +871,12 @@ class Fixpoint:
         cannot go round a cycle back to the row, and the older rows have all been decided
         when it is checked (removing a row reaches only rows of its generation or younger),
         so what stays is derivable. What is removed may still be, from younger rows:
-        rederivation puts it back. Returns None as ``_overdelete`` does, and when the check
-        goes past CHECK_GENERATIONS generations having removed more than RECOMPUTE_MIN
-        rows."""
+        rederivation puts it back. The rows over-deleted stay in the store, marked, until
+        rederivation decides. A check that goes past CHECK_GENERATIONS generations, or past
+        8 without keeping a row, is following a long chain or cycle, where it rarely stops
+        anything: the rows marked and those still to check are removed, and over-deletion
+        goes on from them without checks. Returns (the rows over-deleted, whether they are
+        still in the store), or None as ``_overdelete`` does."""
         store = self.store
         heads = {r.head for r in views} & self.view_heads
         overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
@@ -876,11 +885,11 @@ class Fixpoint:
         order: list[float] = []  # the births in ``pending``, a heap
         self._reached(views, plus, minus, True, births, None, pending, order, overdeleted)
         budget: int | None = None  # counted when something is first removed
-        removed = checked = 0
+        removed = checked = kept = 0
         while order:
             checked += 1
-            if checked > self.CHECK_GENERATIONS and removed > self.RECOMPUTE_MIN:
-                return None
+            if checked > self.CHECK_GENERATIONS or (checked > 8 and not kept):
+                return self._overdelete_unchecked(views, overdeleted, pending, removed)
             bound = heapq.heappop(order)
             batch = pending.pop(bound)
             exclude = {name: _Younger([members for tick, members in gens if tick >= bound],
@@ -889,8 +898,10 @@ class Fixpoint:
             for rule in views:
                 rows = batch.get(rule.head)
                 if rows and rule.rederive is not None:
+                    before = len(rows)
                     rows.difference_update(rule.run(rule.rederive, rule.rederive_seeds(rows),
                                                     exclude, capped=False))
+                    kept += before - len(rows)
             delta = {name: rows for name, rows in batch.items() if rows}
             for name, rows in delta.items():
                 if budget is None:
@@ -905,7 +916,32 @@ class Fixpoint:
             if delta:
                 self._reached(views, NOTHING, delta, False, births, bound, pending, order,
                               overdeleted)
-        return overdeleted
+        return overdeleted, True
+
+    def _overdelete_unchecked(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
+                              pending: dict[float, dict[str, set[Row]]], removed: int,
+                              ) -> tuple[dict[str, set[Row]], bool] | None:
+        """Go on from ``_overdelete_checked`` without checks: remove the rows marked and
+        those still to check, then over-delete from them."""
+        store = self.store
+        gone: dict[str, set[Row]] = defaultdict(set)
+        for batch in pending.values():
+            for name, rows in batch.items():
+                gone[name] |= rows
+        for name, rows in overdeleted.items():
+            gone[name] |= rows
+        for name, rows in gone.items():
+            rows &= store.rows(name)
+            self._derived_only(name, rows)
+            if rows:
+                store.remove_many(name, rows)
+                done = overdeleted.setdefault(name, set())
+                added = len(rows - done)
+                done |= rows
+                removed += added
+                self.overdeleted_rows += added
+        found = self._overdelete(views, NOTHING, gone, overdeleted, removed)
+        return None if found is None else (found, False)
 
     def _rederive_checked(self, views: list[_Rule], gone: dict[str, set[Row]],
                           ) -> dict[str, set[Row]]:

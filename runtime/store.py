@@ -37,12 +37,8 @@ class _SetBucket(set):
 
 
 # Buckets are lists (appending is cheaper than hashing a tuple into a set) up to this size,
-# so that removing one row by scanning stays cheap; larger ones become _SetBuckets. A list
-# bucket that loses rows becomes a _SetBucket past SMALL_BUCKET rows: one pass over it, as
-# filtering it would cost, and the rows it loses next go in O(1) (over-deletion removes
-# rows from the same buckets batch after batch).
+# so that removing one row by scanning stays cheap; larger ones become _SetBuckets.
 BIG_BUCKET = 2048
-SMALL_BUCKET = 64
 
 
 def _key_source(cols: tuple[int, ...]) -> str:
@@ -85,11 +81,8 @@ def _unindex(idx: dict[Any, list | _SetBucket], key: Any, row: Row) -> None:
         bucket.discard(row)
     elif bucket[-1] is row:  # the newest row (as when a step is rolled back)
         bucket.pop()
-    elif len(bucket) > SMALL_BUCKET:
-        idx[key] = bucket = _SetBucket(bucket)
-        bucket.discard(row)
     else:
-        bucket.remove(row)  # a scan of at most SMALL_BUCKET rows
+        bucket.remove(row)  # a scan of at most BIG_BUCKET rows
 
 
 def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
@@ -104,14 +97,12 @@ def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
         bucket = idx[key]
         if len(rows) == len(bucket):
             del idx[key]
-        elif bucket.__class__ is list and len(bucket) <= SMALL_BUCKET:
+        elif bucket.__class__ is list:
             if len(rows) == 1:
                 _unindex(idx, key, rows[0])
             else:
                 idx[key] = [row for row in bucket if row not in gone]
         else:
-            if bucket.__class__ is list:
-                idx[key] = bucket = _SetBucket(bucket)
             bucket.difference_update(rows)
 
 
@@ -148,7 +139,7 @@ class Table:
     round's own sets are kept (no cost per row); a row's birth is the newest generation
     holding it (rows removed since stay in theirs for a while). ``ordered`` says that
     every derived row has a generation and a derivation from rows of its generation or
-    older: not so once rows came back from elsewhere (Spark) or a step rolled back."""
+    older: not so once rows came back from elsewhere (Spark)."""
 
     def __init__(self, name: str, arity: int, event: bool, keys: tuple[int, ...],
                  journal: Journal) -> None:
@@ -502,6 +493,18 @@ class LocalStore:
         gens = self.tables[relation].gens
         assert gens is not None, f"{relation} is not tracked"
         return [(gen[0], gen[1]) for gen in gens]
+
+    def reset_births(self, relation: str) -> None:
+        """Forget every generation (all the derived rows are about to go); journaled."""
+        table = self.tables[relation]
+        if table.gens:
+            self.journal.entries.append((self._set_gens, (table, table.gens)))
+            table.gens = []
+
+    @staticmethod
+    def _set_gens(args: tuple[Table, list[list]]) -> None:
+        table, gens = args
+        table.gens = gens
 
     def rebirth(self, relation: str, rows: set[Row]) -> None:
         """Rows present are born again now (a derivation younger than they are holds them);
