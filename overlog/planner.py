@@ -355,8 +355,9 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
               own: frozenset[str] = frozenset()) -> p.RulePlan:
     """A rule's plans; ``monotone`` for a rule of a recursive min/max stratum, whose
     aggregate triggers emit candidate head rows (the aggregate's argument in its column).
-    ``own``: the relations its stratum derives, which its rederivation plan reads in their
-    old version (the fixpoint may exclude the rows born after the row it rederives)."""
+    ``own``: the relations its stratum's views both derive and read, which its
+    rederivation plan reads in their old version (the fixpoint may exclude the rows born
+    after the row it rederives)."""
     rule = info.rule
     terms = _Terms()
     head = rule.head

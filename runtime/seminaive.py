@@ -500,10 +500,8 @@ class Fixpoint:
     def _views_here(self, views: list[_Rule], plus: dict, minus: dict) -> None:
         store = self.store
         own = self.own.get(views[0].plan.stratum, ()) if views else ()  # type: ignore[arg-type]
-        in_place = False  # over-deleted rows still in the store (_overdelete_checked)
         if own and all(store.ordered(name) for name in own):
-            found = self._overdelete_checked(views, plus, minus, own)
-            overdeleted, in_place = (None, False) if found is None else found
+            overdeleted = self._overdelete_checked(views, plus, minus, own)
         else:
             overdeleted = self._overdelete(views, plus, minus)
         if overdeleted is None:  # cheaper to evaluate the stratum's views afresh
@@ -512,9 +510,7 @@ class Fixpoint:
                 store.set_ordered(name, True)
             self._insert(views, {}, {}, self._recompute(views))
         else:
-            rederived = (self._rederive_checked(views, overdeleted) if in_place
-                         else self._rederive(views, overdeleted))
-            for name, rows in rederived.items():
+            for name, rows in self._rederive(views, overdeleted).items():
                 plus[name] = plus.get(name, set()) | rows
             self._insert(views, plus, minus)
 
@@ -814,77 +810,84 @@ class Fixpoint:
         self.store.add(head, row)
         return True
 
+    def _through(self, views: list[_Rule], plus: Mapping[str, set[Row]],
+                 minus: Mapping[str, set[Row]]) -> dict[str, set[Row]]:
+        """Each view head's rows with a derivation through the rows in ``minus`` or through
+        the rows in ``plus`` of a relation it negates, read as the tables were before the
+        step (the over-deletion plans)."""
+        found: dict[str, set[Row]] = defaultdict(set)
+        for rule in views:
+            for trigger in rule.triggers:
+                seed = (plus if trigger.negated else minus).get(trigger.relation)
+                if seed and trigger.delete is not None:
+                    found[rule.head].update(rule.run(trigger.delete, seed,
+                                                     source=trigger.relation, capped=False))
+        return found
+
+    def _limit(self, heads: Iterable[str], removed: int = 0) -> int:
+        """How many rows over-deletion may remove before evaluating afresh is cheaper: a
+        quarter of the heads' derived rows (``removed`` of them gone already)."""
+        derived = removed + sum(len(self.store.rows(h)) - len(self.store.asserted(h))
+                                for h in heads)
+        return max(self.RECOMPUTE_MIN, derived // 4)
+
     def _overdelete(self, views: list[_Rule], plus: Mapping[str, set[Row]],
                     minus: Mapping[str, set[Row]],
                     overdeleted: dict[str, set[Row]] | None = None, removed: int = 0,
                     ) -> dict[str, set[Row]] | None:
         """DRed's first phase: remove every derived row with a derivation through a removed
         row (or through a negated row that appeared). Returns what it removed, or None when
-        that grew past a quarter of the stratum's derived rows (in a cycle, over-deletion
-        removes nearly everything; evaluating afresh is then cheaper). ``overdeleted`` and
-        ``removed``: what an over-deletion that goes on here removed already."""
+        that grew past ``_limit`` (in a cycle, over-deletion removes nearly everything;
+        evaluating afresh is then cheaper). ``overdeleted`` and ``removed``: what an
+        over-deletion that goes on here removed already."""
         store = self.store
         heads = {r.head for r in views} & self.view_heads
         if overdeleted is None:
             overdeleted = {h: set(minus.get(h, ())) for h in heads}
-        budget: int | None = None  # counted when something is first over-deleted
-        delta = minus
-        first = True
-        while True:
-            found: dict[str, set[Row]] = defaultdict(set)
-            for rule in views:
-                for trigger in rule.triggers:
-                    seed = (plus.get(trigger.relation) if first else None) \
-                        if trigger.negated else delta.get(trigger.relation)
-                    if seed and trigger.delete is not None:
-                        found[rule.head].update(rule.run(trigger.delete, seed,
-                                                         source=trigger.relation,
-                                                         capped=False))
-            first = False
+        limit: int | None = None  # counted when something is first over-deleted
+        found = self._through(views, plus, minus)
+        while found:
             delta = {}
             for name, rows in found.items():
                 gone = self._derived_only(name, rows & store.rows(name))
                 if gone:
-                    if budget is None:
-                        derived = removed + sum(len(store.rows(h)) - len(store.asserted(h))
-                                                for h in heads)
-                        budget = max(self.RECOMPUTE_MIN, derived // 4) - removed
+                    if limit is None:
+                        limit = self._limit(heads, removed)
                     store.remove_many(name, gone)
-                    overdeleted[name] |= gone
+                    overdeleted.setdefault(name, set()).update(gone)
                     delta[name] = gone
-                    budget -= len(gone)
+                    removed += len(gone)
                     self.overdeleted_rows += len(gone)
-            if not delta:
-                return overdeleted
-            if budget is not None and budget < 0:
+            if limit is not None and removed > limit:
                 return None
+            found = self._through(views, NOTHING, delta) if delta else {}
+        return overdeleted
 
     def _overdelete_checked(self, views: list[_Rule], plus: dict, minus: dict,
-                            own: Collection[str],
-                            ) -> tuple[dict[str, set[Row]], bool] | None:
+                            own: Collection[str]) -> dict[str, set[Row]] | None:
         """``_overdelete`` for a recursive stratum, with a support check that stops most of
         it. The rows reached from the step's changes are taken in the order they were born
         (``Store.births``), a generation at a time: a row that still has a derivation from
         rows born before its generation that remain (its rederivation plan, excluding its
-        own relations' younger rows) stays; only the others are removed, and what they
-        reach from their generation on is checked in turn. A derivation from older rows
-        cannot go round a cycle back to the row, and the older rows have all been decided
-        when it is checked (removing a row reaches only rows of its generation or younger),
-        so what stays is derivable. What is removed may still be, from younger rows:
-        rederivation puts it back. The rows over-deleted stay in the store, marked, until
-        rederivation decides. A check that goes past CHECK_GENERATIONS generations, or past
-        8 without keeping a row, is following a long chain or cycle, where it rarely stops
-        anything: the rows marked and those still to check are removed, and over-deletion
-        goes on from them without checks. Returns (the rows over-deleted, whether they are
-        still in the store), or None as ``_overdelete`` does."""
+        own relations' younger rows and the rows marked) stays; the others are marked
+        over-deleted, and what they reach from their generation on is checked in turn. A
+        derivation from older rows cannot go round a cycle back to the row, and the older
+        rows have all been decided when it is checked (a marked row reaches only rows of
+        its generation or younger), so what stays is derivable. Marked rows stay in the
+        store until ``_rederive`` decides: what has a derivation from the rest stays, the
+        others go. A check that goes past CHECK_GENERATIONS generations, or past 8 without
+        keeping a row, is following a long chain or cycle, where it rarely stops anything:
+        the rows marked and those still to check are removed, and ``_overdelete`` goes on
+        from them. Returns the rows over-deleted, or None as ``_overdelete`` does."""
         store = self.store
         heads = {r.head for r in views} & self.view_heads
         overdeleted: dict[str, set[Row]] = {h: set(minus.get(h, ())) for h in heads}
         births = {name: store.births(name) for name in own}
         pending: dict[float, dict[str, set[Row]]] = {}  # birth -> relation -> rows to check
         order: list[float] = []  # the births in ``pending``, a heap
-        self._reached(views, plus, minus, True, births, None, pending, order, overdeleted)
-        budget: int | None = None  # counted when something is first removed
+        self._reached(self._through(views, plus, minus), births, None, pending, order,
+                      overdeleted)
+        limit: int | None = None  # counted when something is first marked
         removed = checked = kept = 0
         while order:
             checked += 1
@@ -904,99 +907,45 @@ class Fixpoint:
                     kept += before - len(rows)
             delta = {name: rows for name, rows in batch.items() if rows}
             for name, rows in delta.items():
-                if budget is None:
-                    derived = sum(len(store.rows(h)) - len(store.asserted(h)) for h in heads)
-                    budget = max(self.RECOMPUTE_MIN, derived // 4)
+                if limit is None:
+                    limit = self._limit(heads)
                 overdeleted[name] |= rows
-                budget -= len(rows)
                 removed += len(rows)
                 self.overdeleted_rows += len(rows)
-            if budget is not None and budget < 0:
+            if limit is not None and removed > limit:
                 return None
             if delta:
-                self._reached(views, NOTHING, delta, False, births, bound, pending, order,
-                              overdeleted)
-        return overdeleted, True
+                self._reached(self._through(views, NOTHING, delta), births, bound, pending,
+                              order, overdeleted)
+        return overdeleted
 
     def _overdelete_unchecked(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                               pending: dict[float, dict[str, set[Row]]], removed: int,
-                              ) -> tuple[dict[str, set[Row]], bool] | None:
+                              ) -> dict[str, set[Row]] | None:
         """Go on from ``_overdelete_checked`` without checks: remove the rows marked and
-        those still to check, then over-delete from them."""
-        store = self.store
-        gone: dict[str, set[Row]] = defaultdict(set)
+        those still to check (present, derived, none of them marked), then over-delete
+        from them."""
         for batch in pending.values():
             for name, rows in batch.items():
-                gone[name] |= rows
-        for name, rows in overdeleted.items():
-            gone[name] |= rows
+                overdeleted.setdefault(name, set()).update(rows)
+                removed += len(rows)
+                self.overdeleted_rows += len(rows)
+        store = self.store
+        gone = {name: rows & store.rows(name) for name, rows in overdeleted.items()}
         for name, rows in gone.items():
-            rows &= store.rows(name)
-            self._derived_only(name, rows)
             if rows:
                 store.remove_many(name, rows)
-                done = overdeleted.setdefault(name, set())
-                added = len(rows - done)
-                done |= rows
-                removed += added
-                self.overdeleted_rows += added
-        found = self._overdelete(views, NOTHING, gone, overdeleted, removed)
-        return None if found is None else (found, False)
+        return self._overdelete(views, NOTHING, gone, overdeleted, removed)
 
-    def _rederive_checked(self, views: list[_Rule], gone: dict[str, set[Row]],
-                          ) -> dict[str, set[Row]]:
-        """``_rederive`` after ``_overdelete_checked``, which leaves the rows it over-deleted
-        in the store (their index buckets are touched only for those that really go): the
-        ones with a derivation from the rest stay, born anew (it may be younger than they
-        are); the others go; and rows the step removed before that have one come back.
-        Returns the rows rederived, which seed insertion."""
-        store = self.store
-        store.tick()
-        back: dict[str, set[Row]] = defaultdict(set)
-        absent: list[tuple[_Rule, Row]] = []
-        for rule in views:
-            candidates = gone.get(rule.head)
-            if not candidates or rule.rederive is None:
-                continue
-            found = back[rule.head]
-            held = store.rows(rule.head)
-            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates), gone,
-                                capped=False):
-                if row in candidates and row not in found:
-                    found.add(row)
-                    if row not in held:
-                        absent.append((rule, row))
-        for name, rows in gone.items():
-            leaving = (rows & store.rows(name)) - back[name]
-            if leaving:
-                store.remove_many(name, leaving)
-        for name, rows in back.items():
-            stayed = rows & store.rows(name)
-            if stayed:
-                store.rebirth(name, stayed)
-        for rule, row in absent:
-            self._add_derived(rule, row)
-        return {name: rows for name, rows in back.items() if rows}
-
-    def _reached(self, views: list[_Rule], plus: Mapping[str, set[Row]],
-                 minus: Mapping[str, set[Row]], first: bool,
+    def _reached(self, found: dict[str, set[Row]],
                  births: dict[str, list[tuple[int, Set[Row]]]], after: float | None,
                  pending: dict[float, dict[str, set[Row]]], order: list[float],
                  gone: dict[str, set[Row]]) -> None:
-        """Queue in ``pending``, by birth, the derived rows present with a derivation through
-        ``minus`` (or, when ``first``, through a negated row in ``plus``) born at or after
-        ``after``: the older ones have a derivation from rows older than those. A relation
-        the views do not read is checked last, once what it is derived from is decided."""
+        """Queue in ``pending``, by birth, the rows ``found`` present, derived and not in
+        ``gone`` that were born at or after ``after``: the older ones have a derivation
+        from rows older than those. A relation the views do not read is checked last,
+        once what it is derived from is decided."""
         store = self.store
-        found: dict[str, set[Row]] = defaultdict(set)
-        for rule in views:
-            for trigger in rule.triggers:
-                if trigger.negated and not first:
-                    continue
-                seed = (plus if trigger.negated else minus).get(trigger.relation)
-                if seed and trigger.delete is not None:
-                    found[rule.head].update(rule.run(trigger.delete, seed,
-                                                     source=trigger.relation, capped=False))
 
         def queue(birth: float, name: str, rows: set[Row]) -> None:
             batch = pending.get(birth)
@@ -1053,16 +1002,37 @@ class Fixpoint:
 
     def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:
-        rederived: dict[str, set[Row]] = {}
-        self.store.tick()
+        """DRed's second phase: the over-deleted rows with a derivation from the rest (the
+        rederivation plans, excluding the over-deleted rows wherever they are still in the
+        store). Those ``_overdelete_checked`` left in the store stay there, born anew (the
+        derivation may be younger than they are), and the others of them go; those already
+        removed come back. Returns the rows rederived, which seed insertion."""
+        store = self.store
+        store.tick()
+        back: dict[str, set[Row]] = defaultdict(set)
+        absent: list[tuple[_Rule, Row]] = []
         for rule in views:
             candidates = overdeleted.get(rule.head)
             if not candidates or rule.rederive is None:
                 continue
-            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates), capped=False):
-                if row in candidates and self._add_derived(rule, row):
-                    rederived.setdefault(rule.head, set()).add(row)
-        return rederived
+            found = back[rule.head]
+            held = store.rows(rule.head)
+            for row in rule.run(rule.rederive, rule.rederive_seeds(candidates), overdeleted,
+                                capped=False):
+                if row in candidates and row not in found:
+                    found.add(row)
+                    if row not in held:
+                        absent.append((rule, row))
+        for name, rows in overdeleted.items():
+            held = rows & store.rows(name)
+            stay = held & back[name]
+            if len(stay) < len(held):
+                store.remove_many(name, held - stay)
+            if stay:
+                store.rebirth(name, stay)
+        for rule, row in absent:
+            self._add_derived(rule, row)
+        return {name: rows for name, rows in back.items() if rows}
 
     def _insert(self, rules: list[_Rule], plus: dict, minus: dict,
                 found: dict[_Rule, set[Row]] | None = None) -> None:

@@ -28,6 +28,15 @@ def _closure(edges: set[tuple]) -> set[tuple]:
         reach |= more
 
 
+def _evaluated(program: str, edges: set[tuple]) -> Engine:
+    """An engine of ``program`` with ``edges`` in `link`, run to idle."""
+    engine = Engine(program)
+    for edge in edges:
+        engine.insert("link", edge)
+    engine.run()
+    return engine
+
+
 def _overdeleted(engine: Engine) -> int:
     """Rows removed by over-deletion in the last step (rederived ones included)."""
     return engine._fixpoint.overdeleted_rows  # type: ignore[union-attr]
@@ -38,10 +47,7 @@ def test_a_deletion_in_a_cycle_removes_only_what_lost_its_support() -> None:
     # shortest path used 0->1 lose their support; plain DRed removes the whole closure
     n = 30
     edges = {(i, (i + 1) % n) for i in range(n)} | {(0, 2)}
-    engine = Engine(TC)
-    for edge in edges:
-        engine.insert("link", edge)
-    engine.run()
+    engine = _evaluated(TC, edges)
     engine.delete("link", (0, 1))
     engine.run()
     assert set(engine.rows("reach")) == _closure(edges - {(0, 1)})
@@ -165,10 +171,7 @@ def test_rows_that_came_back_all_at_once_are_over_deleted_in_full_until_evaluate
         ) -> None:
     n = 30
     edges = {(i, (i + 1) % n) for i in range(n)} | {(0, 2)}
-    engine = Engine(TC)
-    for edge in edges:
-        engine.insert("link", edge)
-    engine.run()
+    engine = _evaluated(TC, edges)
     store = engine.store
     store.take_back("reach", set(store.rows("reach")))  # as rows coming back from Spark do
     store.commit()
@@ -238,10 +241,7 @@ def test_a_deep_cascade_goes_on_unchecked_with_everything_still_to_check() -> No
     had still to check (here the rows through the second cut, queued at the start)."""
     left = "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z).\n"
     edges = {(i, i + 1) for i in range(40)}
-    engine = Engine(left)
-    for edge in edges:
-        engine.insert("link", edge)
-    engine.run()
+    engine = _evaluated(left, edges)
     engine.delete("link", (0, 1))
     engine.delete("link", (30, 31))
     engine.run()
