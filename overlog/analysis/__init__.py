@@ -54,7 +54,7 @@ def analyze(program: s.Program, source: Source,
     localized, errors = localize(program, set(relations))
     if errors:
         raise SemanticError(errors + warnings, source)
-    if localized != program:  # generated relations join the catalog
+    if localized is not program:  # generated relations join the catalog
         program = localized
         relations, _ = build_catalog(program, natives)
     infos, strata, errors = stratify(program, relations)

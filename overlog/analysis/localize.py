@@ -31,8 +31,8 @@ from overlog.diagnostics import Diagnostic, Note
 
 
 def localize(program: s.Program, taken: set[str]) -> tuple[s.Program, list[Diagnostic]]:
-    """The program with every multi-location rule rewritten; ``taken`` holds the names in
-    use (the generated ones are added)."""
+    """The program with every multi-location rule rewritten (the same object when none is);
+    ``taken`` holds the names in use (the generated ones are added)."""
     statements: list[s.Statement] = []
     errors: list[Diagnostic] = []
     number = 0
@@ -45,6 +45,9 @@ def localize(program: s.Program, taken: set[str]) -> tuple[s.Program, list[Diagn
             statements += _Localizer(statement, number, taken).rules()
         except _Unroutable as error:
             errors.append(error.diagnostic)
+    if len(statements) == len(program.statements) and all(
+            new is old for new, old in zip(statements, program.statements, strict=True)):
+        return program, errors
     return replace(program, statements=tuple(statements)), errors
 
 
