@@ -86,13 +86,16 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if plan is None:
         return EXIT_PROGRAM
     from overlog.plan import format_program_plan
+    from overlog.runtime import spark, vector
     from overlog.runtime.memory import THRESHOLD
-    from overlog.runtime.spark import placement
 
     threshold = THRESHOLD if args.spark_threshold is None else args.spark_threshold
     if threshold < 0:
         raise _UsageError("--spark-threshold takes a number of rows >= 0")
-    print(format_program_plan(plan, placement(plan, threshold)), file=out)
+    notes = spark.placement(plan, threshold)
+    for stratum, lines in vector.placement(plan).items():
+        notes[stratum][1:1] = lines  # after where Spark runs its views
+    print(format_program_plan(plan, notes), file=out)
     return EXIT_OK
 
 

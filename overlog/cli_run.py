@@ -64,9 +64,11 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--print", action="append", dest="print_tables", metavar="TABLE",
                      default=[])
     run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
-    run.add_argument("--backend", choices=["auto", "local", "spark"], default="auto",
+    run.add_argument("--backend", choices=["auto", "local", "spark", "vector"],
+                     default="auto",
                      help="where strata run: auto moves a stratum to Spark once its tables "
-                     "hold --spark-threshold rows; spark runs every stratum it can there")
+                     "hold --spark-threshold rows; spark runs every stratum it can there; "
+                     "vector runs every stratum it can in DuckDB, in this process")
     run.add_argument("--spark-threshold", type=int, metavar="ROWS",
                      help="with --backend auto (default: a quarter of this machine's "
                      f"memory as rows, here {SPARK_THRESHOLD:,})")
@@ -267,7 +269,7 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
 
 def check_arguments(args: argparse.Namespace) -> dict[str, str]:
     """Refuse a bad command line before anything runs; the Spark settings."""
-    if (args.spark_master or args.spark_conf) and args.backend == "local":
+    if (args.spark_master or args.spark_conf) and args.backend in ("local", "vector"):
         raise UsageError("--spark-master and --spark-conf go with --backend spark or auto")
     if args.spark_threshold is not None:
         if args.backend != "auto":
@@ -325,6 +327,13 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
             engine.spark.start()
         except SparkUnavailable as error:
             raise UsageError(str(error)) from None
+    if args.backend == "vector":
+        from overlog.runtime.vector import VectorUnavailable
+
+        try:
+            engine.vector.start()
+        except VectorUnavailable as error:
+            raise UsageError(str(error)) from None
     checked = engine.plan.checked
     supplied = fact_relations(args.facts) if args.facts else set()
     for warning in checked.warnings if warn else ():
@@ -367,6 +376,8 @@ def report_step(engine: Any, report: Any, trace: bool, placed: set[str], err: Te
         _trace(report, err)
     if engine.spark is not None:
         _placement(engine, placed, err, trace)
+    elif engine.vector is not None and trace:
+        _local(engine, engine.vector, placed, err)
     return len(report.errors)
 
 
@@ -453,10 +464,16 @@ def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
             where = "to Spark" if there else "back from Spark"
             print(f"trace: {what} moves {where}: its tables hold {size:,} rows "
                   f"(threshold {spark.threshold:,})", file=err)
+    _local(engine, spark, said, err)
+
+
+def _local(engine, offload, said: set[str], err: TextIO) -> None:
+    """Once each: the strata and aggregate rules Spark or DuckDB (``offload``) left to run
+    locally, with why."""
     rules = engine.plan.rules
-    where = [*(f"stratum {stratum}" for stratum in spark.local),
-             *(rules[index].label for index in spark.local_rules)]
-    reasons = [*spark.local.values(), *spark.local_rules.values()]
+    where = [*(f"stratum {stratum}" for stratum in offload.local),
+             *(rules[index].label for index in offload.local_rules)]
+    reasons = [*offload.local.values(), *offload.local_rules.values()]
     for what, reason in zip(where, reasons, strict=True):
         if what not in said:
             said.add(what)

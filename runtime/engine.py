@@ -42,6 +42,7 @@ from overlog.values import NotAValue, internal, internal_row, python, python_row
 
 if TYPE_CHECKING:
     from overlog.runtime.spark import SparkStrata
+    from overlog.runtime.vector import VectorStrata
 
 ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
@@ -152,6 +153,12 @@ class Engine:
                                      self.user_functions, None if backend == "spark"
                                      else THRESHOLD if spark_threshold is None
                                      else spark_threshold, now=self._functions["f_now"])
+        # with backend "vector": the strata DuckDB runs (runtime/vector.py)
+        self.vector: VectorStrata | None = None
+        if backend == "vector":
+            from overlog.runtime.vector import VectorStrata
+
+            self.vector = VectorStrata(plan, relations)
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
@@ -775,7 +782,8 @@ class Engine:
 
     def _start(self) -> Fixpoint:
         self._unknown_functions(self._functions, self.plan.calls)
-        return Fixpoint(self.plan, self.backend, self.limits, self.progress, self.spark)
+        return Fixpoint(self.plan, self.backend, self.limits, self.progress,
+                        self.spark or self.vector)
 
     def _load_facts(self, send: bool | Callable[[Any], bool]) -> None:
         """Queue the program's facts; those located at another address are sent there at
@@ -863,13 +871,14 @@ def _positions(inputs: list[tuple[str, str, Row]]) -> dict[tuple[str, Row], int]
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:
-    """The backend that holds the tables: the local one (with "spark" and "auto", the strata
-    that go to Spark are evaluated there, and their results kept here too)."""
-    if backend in ("local", "auto", "spark"):
+    """The backend that holds the tables: the local one (with "spark", "vector" and "auto",
+    the strata that go to Spark or DuckDB are evaluated there, and their results kept here
+    too)."""
+    if backend in ("local", "auto", "spark", "vector"):
         return LocalBackend.create
     if isinstance(backend, str):
-        raise ValueError("backend must be 'local', 'auto', 'spark' or a BackendFactory, not "
-                         f"{backend!r}")
+        raise ValueError("backend must be 'local', 'auto', 'spark', 'vector' or a "
+                         f"BackendFactory, not {backend!r}")
     return backend
 
 

@@ -67,8 +67,6 @@ class LocalBackend:
         gen = _Codegen(plan, self.store)
         with recursion_room():
             source = gen.build()
-        for relation, cols in gen.indexes:  # create them now: maintained from the start
-            self.store.table(relation).index(cols)
         namespace = dict(gen.namespace)
         functions = guard_functions(self.functions, self.user)
         namespace.update({f"F_{name}": fn for name, fn in functions.items()})
@@ -187,7 +185,6 @@ class _Codegen:
         self.bound: list[str] = []  # plan variables bound so far, in order
         self.depth = 0
         self.counter = 0
-        self.indexes: list[tuple[str, tuple[int, ...]]] = []
         self.checked = False  # writing the variant that skips excluded (delta) rows
 
     def name(self, prefix: str) -> str:
@@ -224,7 +221,6 @@ class _Codegen:
         return self.local((version, relation), version, f"{self.table(relation)}.{version}")
 
     def index(self, relation: str, key: tuple[int, ...]) -> str:
-        self.indexes.append((relation, key))
         return self.local(("index", relation, key), "ix",
                           f"{self.table(relation)}.index({key!r})")
 

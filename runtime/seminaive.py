@@ -279,9 +279,10 @@ class Held:
 
 
 class Offload(Protocol):
-    """Evaluates rules elsewhere (Spark); None leaves them here. ``evaluate``: a stratum's
-    view rules, given the step's changes so far (relation -> rows added, rows removed): each
-    head's rows to add and rows no longer derived, or Held for a head whose rows stay there
+    """Evaluates rules elsewhere (Spark or DuckDB: ``name``); None leaves them here.
+    ``evaluate``: a stratum's view rules, given the step's changes so far (relation -> rows
+    added, rows removed) and how many new rows the step may still take (``cap``): each head's
+    rows to add and rows no longer derived, or Held for a head whose rows stay there
     (the store releases them); ``forget``: the result was not taken (evaluate that stratum
     afresh next time). ``groups``: an aggregate rule's groups, group key (the head's other
     columns) -> row. ``held``: the relations whose rows it holds; ``changed``: whether the
@@ -289,6 +290,7 @@ class Offload(Protocol):
     the held relations the stratum touches back in the store first, with the step's
     changes."""
 
+    name: str
     held: Mapping[str, int]
 
     def watches(self, rules: list[p.RulePlan]) -> bool:
@@ -301,7 +303,7 @@ class Offload(Protocol):
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 ) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
+                 cap: int = ...) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
 
     def forget(self, stratum: int, store: Any) -> None: ...
 
@@ -520,7 +522,7 @@ class Fixpoint:
         offload = self.offload
         assert offload is not None
         found = offload.evaluate([r.plan for r in views], self.store, self.limits.max_rounds,
-                                 plus, minus)
+                                 plus, minus, self.budget.left)
         if found is None:
             return False
         stratum = views[0].plan.stratum
@@ -535,7 +537,7 @@ class Fixpoint:
         store = self.store
         for name in self.own.get(stratum, ()):  # rows derived there come here all at once
             store.set_ordered(name, False)
-        label = f"stratum {stratum} on Spark"
+        label = f"stratum {stratum} on {offload.name}"
         for head, change in found.items():
             if isinstance(change, Held):  # its rows stay in Spark
                 store.release(head)
@@ -763,8 +765,8 @@ class Fixpoint:
         if fresh is None:
             return False
         state = self.aggregate_state[rule.plan.index]
-        self.firings[f"stratum {rule.plan.stratum} on Spark"] += sum(
-            state.get(key) != row for key, row in fresh.items())
+        label = f"stratum {rule.plan.stratum} on {self.offload.name}"  # type: ignore[union-attr]
+        self.firings[label] += sum(state.get(key) != row for key, row in fresh.items())
         self._set_groups(rule, set(state) | set(fresh), fresh)
         return True
 

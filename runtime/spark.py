@@ -841,6 +841,7 @@ class SparkStrata:
     session starts in the background at half of it. Spark unavailable then is
     not an error: everything runs locally (``unavailable`` says why)."""
 
+    name = "Spark"
     PARTITIONS = 4  # what each round's result is coalesced to (rounds stay cheap)
     COMPACT = 4  # rounds a head's table takes in between two checkpoints of all of it
 
@@ -1180,12 +1181,13 @@ class SparkStrata:
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 ) -> dict[str, tuple[set[Row], set[Row]] | Held] | None:
+                 cap: int = 0) -> dict[str, tuple[set[Row], set[Row]] | Held] | None:
         """What the views' evaluation changes, given the step's changes so far (``plus``,
         ``minus``): each head's rows to add and rows no longer derived; or None: the
         stratum runs locally (see ``local``). The stratum's resident tables follow (back
         again if the store rolls back); the fixpoint calls ``forget`` when it does not
-        take the result."""
+        take the result, which it checks against the step's budget (Spark does not stop at
+        ``cap``)."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
         found = None

@@ -204,8 +204,8 @@ def test_the_backend_is_pluggable() -> None:
     assert (made, eng.rows("p")) == ([["error", "p", "q"]], [(1,)])
     with pytest.raises(ValueError) as caught:
         overlog.Engine("p(1).", backend="nope")
-    assert str(caught.value) == ("backend must be 'local', 'auto', 'spark' or a BackendFactory, "
-                                 "not 'nope'")
+    assert str(caught.value) == ("backend must be 'local', 'auto', 'spark', 'vector' or a "
+                                 "BackendFactory, not 'nope'")
 
 
 def test_a_compiled_plan_runs_on_many_engines() -> None:

@@ -1,0 +1,645 @@
+"""The vectorized backend: strata of view rules evaluated in DuckDB, in this process.
+
+A stratum of view rules runs its whole semi-naive loop as SQL over DuckDB tables (``--backend
+vector``), with the local backend's meaning: every plan of the IR becomes one ``SELECT``
+(joins, anti-joins as ``NOT EXISTS``, filters, assignments inlined), each round keeps the
+candidate rows not derived before (an anti-join with the head's table), and only the new rows
+cross back to Python, where the store keeps them as it keeps the local backend's. The tables
+a stratum reads and writes stay in DuckDB between steps (``resident``): a step that only adds
+rows continues from them, semi-naive; one that removes rows, or changes a negated relation,
+evaluates the stratum afresh.
+
+What DuckDB cannot evaluate with the local meaning runs on the local backend instead, its
+reason kept in ``local`` (by stratum): whatever the data (``static_reason``: functions, lists,
+division, aggregates, keyed heads, recursive min/max), or for these rows (``Unsupported``:
+nulls, a column of mixed types, ints past 64 bits, -0.0, comparing an int with a float,
+whose tie order Overlog defines). An error inside DuckDB (an overflow) also sends the stratum
+to the local backend, which reports it as it reports its own.
+
+Values cross as Arrow columns (pyarrow) into DuckDB and as Python tuples back; floats come
+back as the engine's floats (``IntFloat`` when integral), booleans as ``Bool``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass
+from typing import Any
+
+from overlog import plan as p
+from overlog.values import Bool, IntFloat, internal
+
+Row = tuple
+_LONG = (-(2**63), 2**63 - 1)
+_TYPES = {int: "BIGINT", float: "DOUBLE", IntFloat: "DOUBLE", str: "VARCHAR",
+          Bool: "BOOLEAN"}
+_NAMES = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "string", "BOOLEAN": "boolean"}
+RECURSIVE = "a recursive min/max runs on the local backend"
+UNCAPPED = 2**62
+
+
+class VectorUnavailable(RuntimeError):
+    """DuckDB (or pyarrow) is not installed: what to install."""
+
+
+class Unsupported(Exception):
+    """DuckDB cannot evaluate this with the local meaning: the local backend does."""
+
+
+def connect() -> Any:
+    """A new in-memory DuckDB database (raises VectorUnavailable with what to install)."""
+    try:
+        import duckdb
+        import pyarrow  # noqa: F401  (rows cross into DuckDB as Arrow)
+    except ImportError as error:
+        raise VectorUnavailable(
+            f"the vector backend needs DuckDB and pyarrow ({error.name} is not installed): "
+            "pip install 'overlog[vector]'") from None
+    return duckdb.connect(":memory:")
+
+
+# -- what DuckDB can run -----------------------------------------------------------------------
+
+def static_reason(plan: p.ProgramPlan, index: int) -> str | None:
+    """Why a stratum's view rules never run on DuckDB, whatever the data (None: they may, or
+    it has none)."""
+    rules = [plan.rules[i] for i in plan.strata[index].rules]
+    views = [r for r in rules if not r.head_event and r.aggregation is None]
+    if not views:
+        return None
+    if plan.strata[index].monotone:
+        return RECURSIVE
+    if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
+        return "a head that an aggregate also writes"
+    relations = plan.relations
+    for rule in views:
+        head = relations[rule.head]
+        if head.keyed or head.lifetime != math.inf or head.size != math.inf:
+            return f"`{rule.head}` has keys or soft state"
+        for _, each in rule.plans():
+            if isinstance(each.driver, p.Seed) and each is not rule.rederive:
+                return "a plan seeded with bindings"
+            for name in {rule.head, *_relations(each)}:
+                if relations[name].arity == 0:
+                    return f"`{name}` has no fields"
+            for expr in _exprs(each):
+                reason = _expr_reason(expr)
+                if reason is not None:
+                    return reason
+    return None
+
+
+def _expr_reason(expr: p.Expr) -> str | None:
+    match expr:
+        case p.Call(function=function):
+            return f"{function}() has no DuckDB equivalent yet"
+        case p.MakeList():
+            return "a list"
+        case p.Const(value=value):
+            return "a list" if value.__class__ is tuple else None
+        case p.Arith(op=op, left=left, right=right):
+            if op in ("/", "%"):
+                return "/ and % do not run on DuckDB yet"
+            return _expr_reason(left) or _expr_reason(right)
+        case p.Negate(operand=operand):
+            return _expr_reason(operand)
+    return None
+
+
+def _relations(plan: p.Plan) -> set[str]:
+    found = {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
+    if isinstance(plan.driver, p.Scan):
+        found.add(plan.driver.relation)
+    return found
+
+
+def _exprs(plan: p.Plan) -> list[p.Expr]:
+    found: list[p.Expr] = list(plan.project.terms)
+    if isinstance(plan.driver, p.Scan):
+        found += [expr for _, expr in plan.driver.checks]
+    for op in plan.operators:
+        match op:
+            case p.Join(key_terms=terms, checks=checks):
+                found += [*terms, *(expr for _, expr in checks)]
+            case p.AntiJoin(key_terms=terms):
+                found += terms
+            case p.Filter(left=left, right=right):
+                found += [left, right]
+            case p.Let(expr=expr):
+                found.append(expr)
+    return found
+
+
+# -- values ------------------------------------------------------------------------------------
+
+Types = tuple[str, ...]  # a relation's column types (DuckDB's); None: it holds no rows
+
+
+def column_types(rows: Set[Row] | list[Row], arity: int,
+                 known: Types | None = None) -> Types | None:
+    """The DuckDB type of each column of ``rows`` (and of the rows ``known`` describes), or
+    None for no rows; Unsupported for a value DuckDB would not give back as it is."""
+    if not rows:
+        return known
+    found: list[str | None] = list(known) if known is not None else [None] * arity
+    for i, column in enumerate(zip(*rows, strict=True)):
+        kinds = set(map(type, column))
+        types = {_TYPES.get(kind) for kind in kinds}
+        if None in types:
+            odd = next(kind for kind in kinds if kind not in _TYPES)
+            raise Unsupported("a null" if odd is type(None) else "a list value"
+                              if odd is tuple else f"a {odd.__name__} value")
+        if found[i] is not None:
+            types.add(found[i])
+        if len(types) > 1:
+            raise Unsupported("a column holding " + " and ".join(
+                sorted(_NAMES[t] for t in types)) + " values")
+        (found[i],) = types
+        if int in kinds and (min(column) < _LONG[0] or max(column) > _LONG[1]):
+            raise Unsupported("an int past 64 bits")
+        if str in kinds and not all(map(str.isascii, column)):
+            for value in column:
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise Unsupported("a string that is not Unicode text (a lone "
+                                      "surrogate)") from None
+        if found[i] == "DOUBLE" and 0.0 in column and any(
+                not v and math.copysign(1, v) < 0 for v in column):
+            raise Unsupported("-0.0")
+    return tuple(found)  # type: ignore[arg-type]
+
+
+def _arrow(rows: Set[Row] | list[Row], types: Types) -> Any:
+    import pyarrow as pa
+
+    kinds = {"BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+             "BOOLEAN": pa.bool_()}
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in types]
+    arrays = {}
+    for i, (column, kind) in enumerate(zip(columns, types, strict=True)):
+        values = [v.truth for v in column] if kind == "BOOLEAN" else column
+        arrays[f"c{i}"] = pa.array(values, type=kinds[kind])
+    return pa.table(arrays)
+
+
+def _reader(types: Types) -> Callable[[list[tuple]], set[Row]]:
+    """DuckDB's rows (Python values) as engine rows."""
+    if all(kind in ("BIGINT", "VARCHAR") for kind in types):
+        return set
+    return lambda rows: {tuple(map(internal, row)) for row in rows}
+
+
+def _literal(value: Any) -> tuple[str, str]:
+    kind = _TYPES.get(value.__class__)
+    if kind is None:
+        raise Unsupported("a null" if value is None else "a list value")
+    column_types([(value,)], 1)
+    if kind == "BIGINT":
+        return f"CAST({value} AS BIGINT)", kind
+    if kind == "DOUBLE":
+        text = repr(float(value)) if math.isfinite(value) else (
+            "'inf'" if value > 0 else "'-inf'")
+        return f"CAST({text} AS DOUBLE)", kind
+    if kind == "BOOLEAN":
+        return ("TRUE" if value else "FALSE"), kind
+    if "\x00" in value:
+        raise Unsupported("a string holding NUL")
+    return "'" + value.replace("'", "''") + "'", kind
+
+
+# -- plans as SQL ------------------------------------------------------------------------------
+
+class _Empty(Exception):
+    """A plan reads a relation that holds no rows: it has no output."""
+
+
+class Translator:
+    """A plan as one SQL ``SELECT DISTINCT`` over the stratum's tables: ``tables`` maps a
+    relation to its table, ``types`` to its column types (None: no rows)."""
+
+    def __init__(self, tables: Mapping[str, str], types: Mapping[str, Types | None]) -> None:
+        self.tables = tables
+        self.types = types
+
+    def select(self, plan: p.Plan, driver: str | None = None,
+               ) -> tuple[str, Types] | None:
+        """The SQL giving ``plan``'s output rows, and their types, with ``driver`` the table
+        of its seed rows (a Scan's; the relation's own table by default); None when it has
+        none (it reads a relation without rows)."""
+        try:
+            return self._select(plan, driver)
+        except _Empty:
+            return None
+
+    def _select(self, plan: p.Plan, driver: str | None) -> tuple[str, Types]:
+        names: dict[str, tuple[str, str]] = {}  # variable -> SQL, type
+        where: list[str] = []
+        counter = itertools.count()
+        match plan.driver:
+            case p.Scan(relation=relation, binds=binds, checks=checks):
+                types = self._types(relation)
+                sources = [f"{driver or self.tables[relation]} AS a0"]
+                next(counter)
+                names.update((var, (f"a0.c{column}", types[column])) for column, var in binds)
+                where += [self._equal((f"a0.c{column}", types[column]), self.expr(expr, names))
+                          for column, expr in checks]
+            case p.Unit():
+                sources = ["(SELECT 1) AS a0"]
+                next(counter)
+            case _:
+                raise Unsupported("a plan seeded with bindings")
+        for op in plan.operators:
+            match op:
+                case p.Join(relation=relation, key=key, key_terms=terms, binds=binds,
+                            checks=checks):
+                    alias = f"a{next(counter)}"
+                    types = self._types(relation)
+                    tests = [self._equal((f"{alias}.c{column}", types[column]),
+                                         self.expr(term, names))
+                             for column, term in zip(key, terms, strict=True)]
+                    names.update((var, (f"{alias}.c{column}", types[column]))
+                                 for column, var in binds)
+                    tests += [self._equal((f"{alias}.c{column}", types[column]),
+                                          self.expr(expr, names)) for column, expr in checks]
+                    sources.append(f"JOIN {self.tables[relation]} AS {alias} ON "
+                                   + (" AND ".join(tests) or "TRUE"))
+                case p.AntiJoin(relation=relation, key=key, key_terms=terms):
+                    if self.types.get(relation) is None:
+                        continue  # nothing to exclude
+                    alias = f"a{next(counter)}"
+                    types = self._types(relation)
+                    tests = [self._equal((f"{alias}.c{column}", types[column]),
+                                         self.expr(term, names))
+                             for column, term in zip(key, terms, strict=True)]
+                    where.append(f"NOT EXISTS (SELECT 1 FROM {self.tables[relation]} AS "
+                                 f"{alias} WHERE {' AND '.join(tests) or 'TRUE'})")
+                case p.Filter(op=cmp, left=left, right=right):
+                    where.append(self._compare(cmp, self.expr(left, names),
+                                               self.expr(right, names)))
+                case p.Let(var=var, expr=expr):
+                    names[var] = self.expr(expr, names)
+        outputs = [self.expr(term, names) for term in plan.project.terms]
+        text = ("SELECT DISTINCT " + ", ".join(f"{sql} AS c{i}"
+                                             for i, (sql, _) in enumerate(outputs))
+                + " FROM " + " ".join(sources))
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        return text, tuple(kind for _, kind in outputs)
+
+    def _types(self, relation: str) -> Types:
+        types = self.types.get(relation)
+        if types is None:
+            raise _Empty
+        return types
+
+    def expr(self, expr: p.Expr, names: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
+        match expr:
+            case p.Var(name=name):
+                return names[name]
+            case p.Const(value=value):
+                return _literal(value)
+            case p.Negate(operand=operand):
+                text, kind = self.expr(operand, names)
+                if kind != "BIGINT":
+                    raise Unsupported(f"negating a {_NAMES[kind]} value")
+                return f"(- {text})", kind
+            case p.Arith(op=op, left=left, right=right):
+                (a, ta), (b, tb) = self.expr(left, names), self.expr(right, names)
+                if ta == tb == "VARCHAR" and op == "+":
+                    return f"({a} || {b})", ta
+                if ta == tb == "BIGINT" and op in ("+", "-", "*"):
+                    return f"({a} {op} {b})", ta  # DuckDB fails on overflow
+                raise Unsupported(f"{op} of {_NAMES[ta]} and {_NAMES[tb]} values")
+        raise Unsupported("an expression DuckDB does not evaluate yet")
+
+    @staticmethod
+    def _equal(left: tuple[str, str], right: tuple[str, str]) -> str:
+        return Translator._compare("==", left, right)
+
+    @staticmethod
+    def _compare(op: str, left: tuple[str, str], right: tuple[str, str]) -> str:
+        (a, ta), (b, tb) = left, right
+        if ta != tb:  # values of two types are never equal; their order is not SQL's
+            if op in ("==", "!="):
+                return "FALSE" if op == "==" else "TRUE"
+            raise Unsupported(f"comparing {_NAMES[ta]} with {_NAMES[tb]} values")
+        sql = {"==": "=", "!=": "<>"}.get(op, op)
+        return f"({a} {sql} {b})"
+
+
+# -- strata ------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Resident:
+    """What a stratum left in DuckDB after its last evaluation: a table per relation it
+    reads or writes, as the store held it then, and the tables' column types."""
+
+    tables: dict[str, str]
+    types: dict[str, Types | None]
+
+
+class VectorStrata:
+    """Evaluates strata of view rules in DuckDB, for the fixpoint (its ``Offload``); see the
+    module's docstring. Aggregate rules run locally (``groups`` gives None)."""
+
+    name = "DuckDB"
+
+    def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any]) -> None:
+        self.plan = plan
+        self.arity = {name: rel.arity for name, rel in relations.items()}
+        self.events = {name for name, rel in relations.items() if rel.event}
+        self.local: dict[int, str] = {}  # stratum -> why it last ran locally
+        self.local_rules: dict[int, str] = {}  # (aggregate rules: always local)
+        self.resident: dict[int, _Resident] = {}
+        self.incremental = 0  # evaluations that continued from resident tables
+        self.held: dict[str, int] = {}  # (no relation lives only in DuckDB yet)
+        self._never = {stratum.index: reason for stratum in plan.strata
+                       if (reason := static_reason(plan, stratum.index))}
+        self._con: Any = None
+        self._names = itertools.count()
+
+    @property
+    def con(self) -> Any:
+        if self._con is None:
+            self._con = connect()
+        return self._con
+
+    def start(self) -> None:
+        """Open the database now (raises VectorUnavailable with what to install)."""
+        _ = self.con
+
+    # -- the Offload protocol (runtime/seminaive.py) -------------------------------------------
+
+    def watches(self, rules: list[p.RulePlan]) -> bool:
+        return False
+
+    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+        return False
+
+    def changed(self, relations: Iterable[str]) -> bool:
+        return False
+
+    def groups(self, rule: p.RulePlan, store: Any) -> None:
+        return None
+
+    def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int = UNCAPPED) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """What the views' evaluation changes, given the step's changes so far: each
+        head's rows to add and rows no longer derived; or None: the stratum runs locally
+        (see ``local``), which also happens past ``max_rounds`` rounds or ``cap`` new rows
+        (the local backend reports it)."""
+        import duckdb
+
+        stratum = rules[0].stratum
+        assert stratum is not None  # deferred rules run locally
+        reason = self._never.get(stratum)
+        if reason is None:
+            try:
+                found = self._evaluate(stratum, rules, store, max_rounds, plus, minus, cap)
+            except Unsupported as why:
+                reason = str(why)
+            except duckdb.Error as error:
+                reason = f"DuckDB failed ({type(error).__name__}: {_first_line(error)})"
+        if reason is not None:
+            self.local[stratum] = reason
+            self.forget(stratum, store)
+            return None
+        self.local.pop(stratum, None)
+        return found
+
+    def forget(self, stratum: int, store: Any) -> None:
+        """The stratum's result was not taken, or it ran locally: afresh next time."""
+        self._discard(stratum)
+
+    def _discard(self, stratum: int) -> None:
+        resident = self.resident.pop(stratum, None)
+        if resident is not None:
+            self._drop(resident.tables.values())
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def _evaluate(self, stratum: int, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                  cap: int) -> dict[str, tuple[set[Row], set[Row]]]:
+        heads = sorted({rule.head for rule in rules})
+        reads = set().union(*(_relations(each) for rule in rules for _, each in rule.plans()))
+        names = sorted(reads - set(heads))
+        negated = {t.relation for rule in rules for t in rule.triggers if t.negated}
+        before = self.resident.pop(stratum, None)
+        # the tables are changed in place: a rollback of the step drops them (afresh then)
+        store.on_rollback(self._discard, stratum)
+        incremental = before is not None and not any(
+            minus.get(name) for name in (*names, *heads)) and not any(
+            plus.get(name) for name in negated)
+        if before is not None and not incremental:
+            self._drop(before.tables.values())
+        delta: dict[str, str] = {}  # relation -> the table of its new rows this round
+        if incremental:
+            assert before is not None
+            self.incremental += 1
+            tables, types = before.tables, before.types
+            for name in (*names, *heads):
+                if plus.get(name):
+                    delta[name] = self._new_rows(name, plus[name], tables, types)
+        else:
+            tables, types = {}, {}
+            for name in names:
+                self._load(name, store.rows(name), tables, types)
+            for head in heads:
+                self._load(head, store.asserted(head), tables, types)
+        self.resident[stratum] = _Resident(tables, types)
+        translate = Translator(tables, types)
+        queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
+        if incremental:
+            self._triggered(rules, delta, translate, queries)
+        else:
+            for rule in rules:
+                if rule.start is not None:
+                    self._add(queries, rule.head, translate.select(rule.start))
+                first = next((t for t in rule.triggers if not t.negated), None)
+                if first is not None:  # its plan reads every other atom in full
+                    self._add(queries, rule.head, translate.select(first.insert))
+        try:
+            gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
+                                  incremental)
+        finally:
+            self._drop(delta.values())
+        changes = {}
+        for head in heads:
+            if incremental:  # what is new
+                changes[head] = (gained[head], set())
+                continue
+            rows = self._fetch(tables[head], types[head])  # derived and asserted
+            stored = store.rows(head)
+            changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
+        if reads & self.events:  # events are gone next step: afresh then
+            self.forget(stratum, store)
+        return changes
+
+    def _fetch(self, table: str, types: Types | None) -> set[Row]:
+        if types is None:
+            return set()
+        return _reader(types)(self.con.execute(f"SELECT * FROM {table}").fetchall())
+
+    def _rounds(self, heads: list[str], rules: list[p.RulePlan],
+                queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
+                translate: Translator, max_rounds: int, cap: int, gain: bool,
+                ) -> dict[str, set[Row]]:
+        """Semi-naive rounds from ``queries`` (reading ``delta``, the tables of new rows)
+        until nothing is new: with ``gain``, each head's new rows. The tables of new rows
+        are dropped as the rounds go (``delta`` holds those left)."""
+        tables, types = translate.tables, translate.types
+        gained: dict[str, str] = {}  # head -> a table of every row it gained
+        count = 0
+        try:
+            for _ in range(max_rounds + 1):  # the last finds nothing new
+                used = dict(delta)  # the tables the queries read: dropped once run
+                delta.clear()
+                try:
+                    for head, found in queries.items():
+                        if not found:
+                            continue
+                        table, new = self._round(head, found, tables, types)
+                        if new:
+                            delta[head] = table
+                            count += new
+                            if gain and head in gained:
+                                self.con.execute(
+                                    f"INSERT INTO {gained[head]} SELECT * FROM {table}")
+                            elif gain:
+                                gained[head] = self._fresh()
+                                self.con.execute(f"CREATE TEMP TABLE {gained[head]} AS "
+                                                 f"SELECT * FROM {table}")
+                        else:
+                            self._drop([table])
+                finally:
+                    self._drop(used.values())
+                if count > cap:
+                    raise Unsupported("more rows than a step may derive (the local backend "
+                                      "reports it)")
+                if not delta:
+                    break
+                queries = {head: [] for head in heads}
+                self._triggered(rules, delta, translate, queries)
+            else:
+                raise Unsupported("more rounds than a step may take (the local backend "
+                                  "reports it)")
+            return {head: self._fetch(gained[head], types[head]) if head in gained else set()
+                    for head in heads}
+        finally:
+            self._drop(gained.values())
+
+    def _triggered(self, rules: list[p.RulePlan], delta: Mapping[str, str],
+                   translate: Translator, queries: dict[str, list[tuple[str, Types]]]) -> None:
+        """The queries of the rules' triggers on the relations in ``delta`` (their new
+        rows' tables)."""
+        for rule in rules:
+            for trigger in rule.triggers:
+                if not trigger.negated and trigger.relation in delta:
+                    self._add(queries, rule.head,
+                              translate.select(trigger.insert, delta[trigger.relation]))
+
+    @staticmethod
+    def _add(queries: dict[str, list[tuple[str, Types]]], head: str,
+             found: tuple[str, Types] | None) -> None:
+        if found is not None:
+            queries[head].append(found)
+
+    def _round(self, head: str, queries: list[tuple[str, Types]], tables: dict[str, str],
+               types: dict[str, Types | None]) -> tuple[str, int]:
+        """The candidate rows of ``queries`` not in ``head`` yet, added to its table: a
+        table holding them, and how many."""
+        con = self.con
+        kinds = queries[0][1]
+        known = types.get(head)
+        for _, other in [*queries[1:], *([("", known)] if known is not None else [])]:
+            if other != kinds:  # SQL would cast one to the other
+                raise Unsupported(f"a column of `{head}` holding " + " and ".join(sorted(
+                    {_NAMES[a] for a, b in zip(kinds, other, strict=True) if a != b}
+                    | {_NAMES[b] for a, b in zip(kinds, other, strict=True) if a != b}))
+                    + " values")
+        if known is None:  # its first rows: the table is typed now
+            self._drop([tables[head]])
+            tables[head] = self._create(kinds)
+            types[head] = kinds
+        table = tables[head]
+        new = self._fresh()
+        union = " UNION ALL ".join(f"({query})" for query, _ in queries)
+        test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(kinds)))
+        con.execute(f"CREATE TEMP TABLE {new} AS SELECT DISTINCT * FROM ({union}) AS n "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} AS t WHERE {test})")
+        count = con.execute(f"SELECT count(*) FROM {new}").fetchone()[0]
+        if count:
+            con.execute(f"INSERT INTO {table} SELECT * FROM {new}")
+        return new, count
+
+    def _create(self, kinds: Types) -> str:
+        table = self._fresh()
+        self.con.execute(f"CREATE TEMP TABLE {table} (" + ", ".join(
+            f"c{i} {kind}" for i, kind in enumerate(kinds)) + ")")
+        return table
+
+    def _load(self, name: str, rows: Set[Row], tables: dict[str, str],
+              types: dict[str, Types | None]) -> None:
+        """A table holding ``rows`` for ``name`` (an untyped one for no rows: typed when
+        rows come)."""
+        found = types[name] = column_types(rows, self.arity[name])
+        tables[name] = self._create(found or ("BIGINT",))
+        if found is not None:
+            self._insert(tables[name], rows, found)
+
+    def _new_rows(self, name: str, rows: set[Row], tables: dict[str, str],
+                  types: dict[str, Types | None]) -> str:
+        """Add ``rows`` to ``name``'s table (those it lacks): a table holding them."""
+        known = types.get(name)
+        found = column_types(rows, self.arity[name], known)
+        assert found is not None
+        if known is None:
+            self._drop([tables[name]])
+            tables[name] = self._create(found)
+            types[name] = found
+        new = self._create(found)
+        self._insert(new, rows, found)
+        test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(found)))
+        self.con.execute(f"INSERT INTO {tables[name]} SELECT * FROM {new} AS n WHERE NOT "
+                         f"EXISTS (SELECT 1 FROM {tables[name]} AS t WHERE {test})")
+        return new
+
+    def _insert(self, table: str, rows: Set[Row], kinds: Types) -> None:
+        view = self._fresh()
+        self.con.register(view, _arrow(rows, kinds))
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM {view}")
+        finally:
+            self.con.unregister(view)
+
+    def _fresh(self) -> str:
+        return f"t{next(self._names)}"
+
+    def _drop(self, tables: Iterable[str]) -> None:
+        for table in tables:
+            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
+    line = (str(error).strip().splitlines() or [""])[0]
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def placement(plan: p.ProgramPlan) -> dict[int, list[str]]:
+    """Where each stratum's views run with ``--backend vector``, as ``overlog explain`` says
+    it: stratum -> lines."""
+    notes: dict[int, list[str]] = {}
+    for stratum in plan.strata:
+        rules = [plan.rules[i] for i in stratum.rules]
+        if any(not r.head_event and r.aggregation is None for r in rules):
+            reason = static_reason(plan, stratum.index)
+            notes[stratum.index] = ["views run " + ("on DuckDB with --backend vector"
+                                                    if reason is None
+                                                    else f"locally with --backend vector "
+                                                    f"({reason})")]
+    return notes
