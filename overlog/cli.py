@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("program", metavar="PROGRAM.olg")
     explain.add_argument("--spark-threshold", type=int, metavar="ROWS",
                          help="the threshold `overlog run` would use with --backend auto")
+    explain.add_argument("--vector-threshold", type=int, metavar="ROWS",
+                         help="the DuckDB threshold `overlog run` would use with --backend "
+                         "auto")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
     for command in (check, explain):
@@ -87,13 +90,17 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_PROGRAM
     from overlog.plan import format_program_plan
     from overlog.runtime import spark, vector
-    from overlog.runtime.memory import THRESHOLD
+    from overlog.runtime.memory import THRESHOLD, VECTOR_THRESHOLD
 
     threshold = THRESHOLD if args.spark_threshold is None else args.spark_threshold
-    if threshold < 0:
-        raise _UsageError("--spark-threshold takes a number of rows >= 0")
+    vector_threshold = (VECTOR_THRESHOLD if args.vector_threshold is None
+                        else args.vector_threshold)
+    for flag, value in (("--spark-threshold", threshold),
+                        ("--vector-threshold", vector_threshold)):
+        if value < 0:
+            raise _UsageError(f"{flag} takes a number of rows >= 0")
     notes = spark.placement(plan, threshold)
-    for stratum, lines in vector.placement(plan).items():
+    for stratum, lines in vector.placement(plan, vector_threshold).items():
         notes[stratum][1:1] = lines  # after where Spark runs its views
     print(format_program_plan(plan, notes), file=out)
     return EXIT_OK

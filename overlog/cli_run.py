@@ -22,6 +22,7 @@ from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_values
 from overlog.runtime.memory import THRESHOLD as SPARK_THRESHOLD
+from overlog.runtime.memory import VECTOR_THRESHOLD
 from overlog.source import UnreadableSource, read_text
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
@@ -72,6 +73,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--spark-threshold", type=int, metavar="ROWS",
                      help="with --backend auto (default: a quarter of this machine's "
                      f"memory as rows, here {SPARK_THRESHOLD:,})")
+    run.add_argument("--vector-threshold", type=int, metavar="ROWS",
+                     help="with --backend auto: the rows a stratum's tables hold when it "
+                     f"moves to DuckDB (default {VECTOR_THRESHOLD:,})")
     run.add_argument("--spark-master", metavar="URL",
                      help="the Spark master (default local[2]; spark://HOST:PORT; "
                      "sc://HOST:PORT for Spark Connect)")
@@ -271,11 +275,12 @@ def check_arguments(args: argparse.Namespace) -> dict[str, str]:
     """Refuse a bad command line before anything runs; the Spark settings."""
     if (args.spark_master or args.spark_conf) and args.backend in ("local", "vector"):
         raise UsageError("--spark-master and --spark-conf go with --backend spark or auto")
-    if args.spark_threshold is not None:
-        if args.backend != "auto":
-            raise UsageError("--spark-threshold goes with --backend auto")
-        if args.spark_threshold < 0:
-            raise UsageError("--spark-threshold takes a number of rows >= 0")
+    for flag, value in (("--spark-threshold", args.spark_threshold),
+                        ("--vector-threshold", args.vector_threshold)):
+        if value is not None and args.backend != "auto":
+            raise UsageError(f"{flag} goes with --backend auto")
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} takes a number of rows >= 0")
     spark_conf = dict(_setting(text) for text in args.spark_conf)
     if (args.listen or args.transport) and (args.nodes is not None or args.node):
         raise UsageError("--listen runs one real node; --nodes runs simulated ones")
@@ -316,6 +321,7 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
                         progress=_Progress(err) if _is_terminal(err) else None,
                         backend=args.backend, spark_master=args.spark_master or "local[2]",
                         spark_conf=spark_conf, spark_threshold=args.spark_threshold,
+                        vector_threshold=args.vector_threshold,
                         **options)
     except CompileError as error:
         print(error.render(), file=err)
@@ -374,10 +380,9 @@ def report_step(engine: Any, report: Any, trace: bool, placed: set[str], err: Te
         print(str(error), file=err)
     if trace:
         _trace(report, err)
-    if engine.spark is not None:
-        _placement(engine, placed, err, trace)
-    elif engine.vector is not None and trace:
-        _local(engine, engine.vector, placed, err)
+    for offload in (engine.spark, engine.vector):
+        if offload is not None:
+            _placement(engine, offload, placed, err, trace)
     return len(report.errors)
 
 
@@ -448,35 +453,29 @@ def _trace(report, err: TextIO) -> None:
           file=err)
 
 
-def _placement(engine, said: set[str], err: TextIO, trace: bool) -> None:
-    """Once each: Spark unavailable when a stratum reached the threshold (a note); with
-    ``trace``, what moved to Spark and back, and each stratum and aggregate rule left to run
-    locally, with why."""
-    spark = engine.spark
-    if spark.unavailable is not None and "unavailable" not in said:
-        said.add("unavailable")
-        print(f"overlog: note: running locally: {spark.unavailable}", file=err)
+def _placement(engine, offload, said: set[str], err: TextIO, trace: bool) -> None:
+    """Once each, for Spark or DuckDB (``offload``): unavailable when a stratum reached its
+    threshold (a note); with ``trace``, what moved there and back, and each stratum and
+    aggregate rule left to run locally, with why."""
+    name = offload.name
+    if offload.unavailable is not None and f"{name} unavailable" not in said:
+        said.add(f"{name} unavailable")
+        print(f"overlog: note: running locally: {offload.unavailable}", file=err)
     if not trace:
         return
-    for index, (what, size, there) in enumerate(spark.transitions):
-        if f"move {index}" not in said:
-            said.add(f"move {index}")
-            where = "to Spark" if there else "back from Spark"
+    for index, (what, size, there) in enumerate(offload.transitions):
+        if f"{name} move {index}" not in said:
+            said.add(f"{name} move {index}")
+            where = f"to {name}" if there else f"back from {name}"
             print(f"trace: {what} moves {where}: its tables hold {size:,} rows "
-                  f"(threshold {spark.threshold:,})", file=err)
-    _local(engine, spark, said, err)
-
-
-def _local(engine, offload, said: set[str], err: TextIO) -> None:
-    """Once each: the strata and aggregate rules Spark or DuckDB (``offload``) left to run
-    locally, with why."""
+                  f"(threshold {offload.threshold:,})", file=err)
     rules = engine.plan.rules
     where = [*(f"stratum {stratum}" for stratum in offload.local),
              *(rules[index].label for index in offload.local_rules)]
     reasons = [*offload.local.values(), *offload.local_rules.values()]
     for what, reason in zip(where, reasons, strict=True):
-        if what not in said:
-            said.add(what)
+        if f"{name} {what}" not in said:
+            said.add(f"{name} {what}")
             print(f"trace: {what} runs locally: {reason}", file=err)
 
 

@@ -34,7 +34,14 @@ from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
-from overlog.runtime.seminaive import MAX_ROUNDS, MAX_TUPLES, EvaluationError, Fixpoint, Limits
+from overlog.runtime.seminaive import (
+    MAX_ROUNDS,
+    MAX_TUPLES,
+    EvaluationError,
+    Fixpoint,
+    Limits,
+    Offload,
+)
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
 from overlog.source import read_text
@@ -101,7 +108,7 @@ class Engine:
                  natives: NativeResolver | None = None,
                  backend: str | BackendFactory = "auto",
                  spark_master: str = "local[2]", spark_conf: Mapping[str, str] | None = None,
-                 spark_threshold: int | None = None,
+                 spark_threshold: int | None = None, vector_threshold: int | None = None,
                  max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
@@ -138,12 +145,13 @@ class Engine:
         self._functions.update(self.user_functions)
         self.backend = _backend_factory(backend)(relations, self._functions,
                                                  self.user_functions.keys())
-        if spark_threshold is not None and (isinstance(spark_threshold, bool) or not
-                                            isinstance(spark_threshold, int)
-                                            or spark_threshold < 0):
-            raise ValueError(f"spark_threshold must be an int >= 0, not {spark_threshold!r}")
-        if spark_threshold is not None and backend != "auto":
-            raise ValueError(f"spark_threshold goes with backend 'auto', not {backend!r}")
+        for name, value in (("spark_threshold", spark_threshold),
+                            ("vector_threshold", vector_threshold)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ValueError(f"{name} must be an int >= 0, not {value!r}")
+            if value is not None and backend != "auto":
+                raise ValueError(f"{name} goes with backend 'auto', not {backend!r}")
         # with backend "spark" or "auto": the strata Spark runs (runtime/spark.py)
         self.spark: SparkStrata | None = None
         if backend in ("spark", "auto"):
@@ -153,12 +161,19 @@ class Engine:
                                      self.user_functions, None if backend == "spark"
                                      else THRESHOLD if spark_threshold is None
                                      else spark_threshold, now=self._functions["f_now"])
-        # with backend "vector": the strata DuckDB runs (runtime/vector.py)
+        # with backend "vector" or "auto": the strata DuckDB runs (runtime/vector.py)
         self.vector: VectorStrata | None = None
-        if backend == "vector":
-            from overlog.runtime.vector import VectorStrata
+        if backend in ("vector", "auto"):
+            from overlog.runtime import vector
 
-            self.vector = VectorStrata(plan, relations)
+            self.vector = vector.VectorStrata(
+                plan, relations, None if backend == "vector" else vector.THRESHOLD
+                if vector_threshold is None else vector_threshold)
+        self._offload: Offload | None = self.spark if backend == "spark" else self.vector
+        if backend == "auto":
+            from overlog.runtime.placement import Placement
+
+            self._offload = Placement(self.spark, self.vector)
         self.store = self.backend.store
         self.soft = {name: SoftState(self.store, rel.lifetime, rel.size)
                      for name, rel in relations.items()
@@ -479,8 +494,8 @@ class Engine:
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
         try:
-            if self.spark is not None:
-                self.spark.begin_step()
+            if self._offload is not None:
+                self._offload.begin_step()
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
@@ -782,8 +797,7 @@ class Engine:
 
     def _start(self) -> Fixpoint:
         self._unknown_functions(self._functions, self.plan.calls)
-        return Fixpoint(self.plan, self.backend, self.limits, self.progress,
-                        self.spark or self.vector)
+        return Fixpoint(self.plan, self.backend, self.limits, self.progress, self._offload)
 
     def _load_facts(self, send: bool | Callable[[Any], bool]) -> None:
         """Queue the program's facts; those located at another address are sent there at

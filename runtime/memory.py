@@ -42,3 +42,7 @@ def threshold_for(memory: int | None) -> int:
 # with --backend auto, a stratum moves to Spark once the tables it reads and writes hold this
 # many rows: on one machine the local backend is faster while it has the memory
 THRESHOLD = threshold_for(machine_memory())
+
+# with --backend auto, a stratum moves to DuckDB (the vectorized backend) once its tables hold
+# this many rows: below, the local backend is faster (docs/vector.md, "Placement")
+VECTOR_THRESHOLD = 100_000

@@ -293,6 +293,9 @@ class Offload(Protocol):
     name: str
     held: Mapping[str, int]
 
+    def begin_step(self) -> None:
+        """A step starts (before its inputs apply)."""
+
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum's views evaluated here may move to the offload mid-step."""
 

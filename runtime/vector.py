@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from overlog import plan as p
+from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.values import Bool, IntFloat, internal
 
 Row = tuple
@@ -343,12 +344,25 @@ class _Resident:
 
 class VectorStrata:
     """Evaluates strata of view rules in DuckDB, for the fixpoint (its ``Offload``); see the
-    module's docstring. Aggregate rules run locally (``groups`` gives None)."""
+    module's docstring. Aggregate rules run locally (``groups`` gives None).
+
+    ``threshold`` None runs every stratum it can in DuckDB (``--backend vector``); a number
+    (``--backend auto``) moves a stratum there once the tables it reads and writes hold that
+    many rows, in the middle of a step if they grow past it there, and back once they hold
+    less than a quarter of it (``moved``: what is there, at what size; ``transitions``:
+    every move). Then DuckDB missing is not an error: ``unavailable`` says why."""
 
     name = "DuckDB"
 
-    def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any]) -> None:
+    def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
+                 threshold: int | None = None) -> None:
         self.plan = plan
+        self.threshold = threshold
+        self.moved: dict[str, int] = {}
+        self.transitions: list[tuple[str, int, bool]] = []
+        self.unavailable: str | None = None
+        self._tables: dict[int, list[str]] = {}  # stratum -> the tables its size counts
+        self._arrived: set[str] = set()  # what moved to DuckDB in this step
         self.arity = {name: rel.arity for name, rel in relations.items()}
         self.events = {name for name, rel in relations.items() if rel.event}
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
@@ -374,10 +388,51 @@ class VectorStrata:
     # -- the Offload protocol (runtime/seminaive.py) -------------------------------------------
 
     def watches(self, rules: list[p.RulePlan]) -> bool:
-        return False
+        """Whether a stratum running locally may move to DuckDB in the middle of a step:
+        with a threshold, when it can run there and has not moved."""
+        stratum = rules[0].stratum
+        return (self.threshold is not None and self.unavailable is None
+                and stratum not in self._never and f"stratum {stratum}" not in self.moved)
 
     def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
-        return False
+        """Whether that stratum moves now: its tables have grown past the threshold."""
+        return self._wanted(rules, store)
+
+    def _wanted(self, rules: list[p.RulePlan], store: Any) -> bool:
+        """Whether a stratum goes to DuckDB now: always without a threshold; with one, once
+        its tables hold that many rows, and until they hold less than a quarter of it."""
+        threshold = self.threshold
+        if threshold is None:
+            return True
+        if self.unavailable is not None:
+            return False
+        stratum = rules[0].stratum
+        names = self._tables.get(stratum)  # type: ignore[arg-type]
+        if names is None:
+            names = self._tables[stratum] = sorted({rule.head for rule in rules}.union(  # type: ignore[index]
+                *(_relations(each) for rule in rules for _, each in rule.plans())))
+        size = sum(len(store.rows(name)) for name in names)
+        label = f"stratum {stratum}"
+        if label in self.moved:  # (its tables as the step started: not back before it ends)
+            if size >= threshold // 4 or label in self._arrived:
+                return True
+            del self.moved[label]
+            self.transitions.append((label, size, False))
+            return False
+        if size < threshold:
+            return False
+        try:
+            self.start()
+        except VectorUnavailable as error:
+            self.unavailable = str(error)
+            return False
+        self.moved[label] = size
+        self._arrived.add(label)
+        self.transitions.append((label, size, True))
+        return True
+
+    def begin_step(self) -> None:
+        self._arrived = set()
 
     def changed(self, relations: Iterable[str]) -> bool:
         return False
@@ -391,13 +446,19 @@ class VectorStrata:
         """What the views' evaluation changes, given the step's changes so far: each
         head's rows to add and rows no longer derived; or None: the stratum runs locally
         (see ``local``), which also happens past ``max_rounds`` rounds or ``cap`` new rows
-        (the local backend reports it)."""
-        import duckdb
-
+        (the local backend reports it). Raises VectorUnavailable without DuckDB (only
+        without a threshold: with one, the stratum runs locally)."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
+        if self.threshold is not None and (stratum in self._never
+                                           or not self._wanted(rules, store)):
+            self.forget(stratum, store)  # (with a threshold, reasons of the moved only)
+            return None
         reason = self._never.get(stratum)
         if reason is None:
+            self.start()
+            import duckdb
+
             try:
                 found = self._evaluate(stratum, rules, store, max_rounds, plus, minus, cap)
             except Unsupported as why:
@@ -437,33 +498,32 @@ class VectorStrata:
             plus.get(name) for name in negated)
         if before is not None and not incremental:
             self._drop(before.tables.values())
+        # what a failure leaves behind is dropped with it (``forget``)
+        resident = self.resident[stratum] = before if incremental else _Resident({}, {})
+        tables, types = resident.tables, resident.types  # type: ignore[union-attr]
         delta: dict[str, str] = {}  # relation -> the table of its new rows this round
-        if incremental:
-            assert before is not None
-            self.incremental += 1
-            tables, types = before.tables, before.types
-            for name in (*names, *heads):
-                if plus.get(name):
-                    delta[name] = self._new_rows(name, plus[name], tables, types)
-        else:
-            tables, types = {}, {}
-            for name in names:
-                self._load(name, store.rows(name), tables, types)
-            for head in heads:
-                self._load(head, store.asserted(head), tables, types)
-        self.resident[stratum] = _Resident(tables, types)
-        translate = Translator(tables, types)
-        queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
-        if incremental:
-            self._triggered(rules, delta, translate, queries)
-        else:
-            for rule in rules:
-                if rule.start is not None:
-                    self._add(queries, rule.head, translate.select(rule.start))
-                first = next((t for t in rule.triggers if not t.negated), None)
-                if first is not None:  # its plan reads every other atom in full
-                    self._add(queries, rule.head, translate.select(first.insert))
         try:
+            if incremental:
+                self.incremental += 1
+                for name in (*names, *heads):
+                    if plus.get(name):
+                        delta[name] = self._new_rows(name, plus[name], tables, types)
+            else:
+                for name in names:
+                    self._load(name, store.rows(name), tables, types)
+                for head in heads:
+                    self._load(head, store.asserted(head), tables, types)
+            translate = Translator(tables, types)
+            queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
+            if incremental:
+                self._triggered(rules, delta, translate, queries)
+            else:
+                for rule in rules:
+                    if rule.start is not None:
+                        self._add(queries, rule.head, translate.select(rule.start))
+                    first = next((t for t in rule.triggers if not t.negated), None)
+                    if first is not None:  # its plan reads every other atom in full
+                        self._add(queries, rule.head, translate.select(first.insert))
             gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
                                   incremental)
         finally:
@@ -570,9 +630,9 @@ class VectorStrata:
         new = self._fresh()
         union = " UNION ALL ".join(f"({query})" for query, _ in queries)
         test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(kinds)))
-        con.execute(f"CREATE TEMP TABLE {new} AS SELECT DISTINCT * FROM ({union}) AS n "
-                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} AS t WHERE {test})")
-        count = con.execute(f"SELECT count(*) FROM {new}").fetchone()[0]
+        ((count,),) = con.execute(  # (DuckDB answers how many rows it wrote)
+            f"CREATE TEMP TABLE {new} AS SELECT DISTINCT * FROM ({union}) AS n "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {table} AS t WHERE {test})").fetchall()
         if count:
             con.execute(f"INSERT INTO {table} SELECT * FROM {new}")
         return new, count
@@ -630,7 +690,7 @@ def _first_line(error: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
-def placement(plan: p.ProgramPlan) -> dict[int, list[str]]:
+def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
     """Where each stratum's views run with ``--backend vector``, as ``overlog explain`` says
     it: stratum -> lines."""
     notes: dict[int, list[str]] = {}
@@ -638,8 +698,7 @@ def placement(plan: p.ProgramPlan) -> dict[int, list[str]]:
         rules = [plan.rules[i] for i in stratum.rules]
         if any(not r.head_event and r.aggregation is None for r in rules):
             reason = static_reason(plan, stratum.index)
-            notes[stratum.index] = ["views run " + ("on DuckDB with --backend vector"
-                                                    if reason is None
-                                                    else f"locally with --backend vector "
-                                                    f"({reason})")]
+            notes[stratum.index] = [
+                f"views run on DuckDB with --backend vector (auto: at {threshold:,} rows)"
+                if reason is None else f"views run locally with --backend vector ({reason})"]
     return notes

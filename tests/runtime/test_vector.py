@@ -4,6 +4,9 @@ cases), and what DuckDB cannot run with the local meaning runs locally, with its
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from tests.goldens import compare, discover, golden_id, run_cli
 from tests.runtime.test_spark import ALIKE
 from tests.test_golden_eval import _args
 
+ROOT = Path(__file__).parents[2]
 TC = "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n"
 
 
@@ -176,3 +180,83 @@ def test_edge_cases_run_alike(program: str, steps: list) -> None:
         for name, relation in here.relations.items():
             if not relation.event:
                 assert there.rows(name) == here.rows(name), name
+
+
+def test_auto_moves_a_stratum_to_duckdb_once_its_tables_hold_the_threshold() -> None:
+    """Below the threshold the database is never opened; a stratum whose tables (read and
+    written) reach it moves, in the middle of a step, and the results stay the local
+    backend's; back once its tables hold less than a quarter of it."""
+    here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=40)
+    chain = [(i, i + 1) for i in range(1, 10)]
+    steps = [[("insert", row) for row in chain[:2]],  # 5 rows: local
+             [("insert", row) for row in chain[2:]],  # grows past 40 in the step: to DuckDB
+             [("delete", row) for row in chain[2:]],  # in DuckDB: 2 links, 3 reach rows
+             [("insert", (20, 21))]]  # 6 rows at the start: back
+    places = []
+    for batch in steps:
+        for engine in (here, there):
+            for op, row in batch:
+                getattr(engine, op)("link", row)
+        here.run()
+        (report,) = there.run()
+        assert there.rows("reach") == here.rows("reach")
+        places.append((dict(there.vector.moved), report.firings,
+                       there.vector._con is not None))
+    assert places == [({}, {"rule 1": 2, "rule 2": 1}, False),
+                      ({"stratum 0": 44}, {"stratum 0 on DuckDB": 42}, True),  # (a round on)
+                      ({"stratum 0": 44}, {}, True),  # (only removals: no new rows)
+                      ({}, {"rule 1": 1}, True)]
+    assert there.vector.transitions == [("stratum 0", 44, True), ("stratum 0", 6, False)]
+    assert there.vector.resident == {} and there.spark.moved == {}
+
+
+def test_auto_past_the_spark_threshold_leaves_duckdb_for_spark(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark decides first: a stratum past its (higher) threshold runs there, and what DuckDB
+    held for it is forgotten."""
+    calls = []
+
+    def evaluate(self, rules, store, max_rounds, plus, minus, cap=0):
+        calls.append(rules[0].stratum)
+        if len(store.rows("link")) < 3:
+            return None
+        return {"reach": (set(), set())}  # (Spark's answer: nothing changes)
+
+    monkeypatch.setattr("overlog.runtime.spark.SparkStrata.evaluate", evaluate)
+    engine = Engine(TC, vector_threshold=0)
+    engine.insert("link", (1, 2))
+    (report,) = engine.run()
+    assert (report.firings, engine.vector.resident.keys()) == ({"stratum 0 on DuckDB": 1}, {0})
+    engine.insert("link", (2, 3))
+    engine.insert("link", (3, 4))
+    (report,) = engine.run()
+    assert (report.firings, engine.vector.resident, calls) == ({}, {}, [0, 0])
+
+
+def test_auto_without_duckdb_runs_locally_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "duckdb.py").write_text("raise ImportError('no DuckDB here', name='duckdb')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done, local = (subprocess.run([sys.executable, "-m", "overlog", "run", "programs/tc.olg",
+                                   *args, "--format", "csv"], capture_output=True, text=True,
+                                  env=env, cwd=ROOT, timeout=120)
+                   for args in (["--vector-threshold", "0"], ["--backend", "local"]))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, local.stdout, "overlog: note: running locally: the vector backend needs DuckDB "
+        "and pyarrow (duckdb is not installed): pip install 'overlog[vector]'\n")
+
+
+def test_no_table_is_left_behind() -> None:
+    """Whatever a step does (continue, fail on a mixed column, start afresh), the database
+    holds the resident tables and nothing else."""
+    engine = Engine(TC + "far(X, Y) :- reach(X, Y), notin link(Y, X).\n", backend="vector")
+    for step in range(12):
+        engine.insert("link", (step, step + 1))
+        if step % 4 == 1:
+            engine.insert("link", ("x", step))  # a column of ints and strings: local
+        if step % 4 == 2:
+            engine.delete("link", ("x", step - 1))
+        engine.run()
+        tables = engine.vector.con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()
+        assert tables == (sum(len(r.tables) for r in engine.vector.resident.values()),)
+    assert engine.vector.local == {}
+    assert len(engine.rows("reach")) == 12 * 13 // 2  # the chain 0 -> 12

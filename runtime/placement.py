@@ -1,0 +1,73 @@
+"""``--backend auto``'s offload: each stratum runs where its size says (docs/vector.md,
+"Placement"). Below the vector threshold it runs locally; from it, in DuckDB (when DuckDB
+can run it and is installed); from the Spark threshold, on Spark (when Spark can run it and
+starts). Each offload decides for itself from the stratum's tables (Spark's threshold is the
+higher one), Spark first; whichever ran says its ``name``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from overlog import plan as p
+    from overlog.runtime.spark import SparkStrata
+    from overlog.runtime.vector import VectorStrata
+
+Row = tuple
+
+
+class Placement:
+    """An ``Offload`` (runtime/seminaive.py) over Spark's and DuckDB's (either may be None)."""
+
+    def __init__(self, spark: SparkStrata | None, vector: VectorStrata | None) -> None:
+        self.spark = spark
+        self.vector = vector
+        self.name = "Spark"  # the offload that ran last
+
+    @property
+    def held(self) -> Mapping[str, int]:
+        return self.spark.held if self.spark is not None else {}
+
+    def begin_step(self) -> None:
+        for offload in (self.spark, self.vector):
+            if offload is not None:
+                offload.begin_step()
+
+    def watches(self, rules: list[p.RulePlan]) -> bool:
+        return any(offload is not None and offload.watches(rules)
+                   for offload in (self.spark, self.vector))
+
+    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+        return any(offload is not None and offload.watches(rules)
+                   and offload.moves(rules, store) for offload in (self.spark, self.vector))
+
+    def changed(self, relations: Iterable[str]) -> bool:
+        return self.spark is not None and self.spark.changed(relations)
+
+    def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int = 0) -> Any:
+        stratum = rules[0].stratum
+        if self.spark is not None:
+            found = self.spark.evaluate(rules, store, max_rounds, plus, minus, cap)
+            if found is not None:
+                self.name = self.spark.name
+                if self.vector is not None:  # what DuckDB held for it is stale now
+                    self.vector.forget(stratum, store)  # type: ignore[arg-type]
+                return found
+        if self.vector is None:
+            return None
+        self.name = self.vector.name
+        return self.vector.evaluate(rules, store, max_rounds, plus, minus, cap)
+
+    def forget(self, stratum: int, store: Any) -> None:
+        for offload in (self.spark, self.vector):
+            if offload is not None:
+                offload.forget(stratum, store)
+
+    def groups(self, rule: p.RulePlan, store: Any) -> dict[tuple, Row] | None:
+        if self.spark is None:
+            return None
+        self.name = self.spark.name
+        return self.spark.groups(rule, store)
