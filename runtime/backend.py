@@ -123,6 +123,9 @@ class Store(Protocol):
         """Hold a released relation's rows again (all asserted, with ``asserted``): not a
         change of the step; journaled."""
 
+    def drop_indexes(self, relation: str) -> None:
+        """Forget a relation's indexes (but its key's) until a plan reads them; journaled."""
+
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the
         store, such as aggregate groups)."""

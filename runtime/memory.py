@@ -43,6 +43,7 @@ def threshold_for(memory: int | None) -> int:
 # many rows: on one machine the local backend is faster while it has the memory
 THRESHOLD = threshold_for(machine_memory())
 
-# with --backend auto, a stratum moves to DuckDB (the vectorized backend) once its tables hold
-# this many rows: below, the local backend is faster (docs/vector.md, "Placement")
+# with --backend auto, a stratum runs in DuckDB (the vectorized backend) once its tables hold
+# this many rows and its rounds a sixteenth of it: below, the local backend was faster here
+# (docs/vector.md, "Placement")
 VECTOR_THRESHOLD = 100_000

@@ -38,9 +38,10 @@ class Placement:
         return any(offload is not None and offload.watches(rules)
                    for offload in (self.spark, self.vector))
 
-    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
         return any(offload is not None and offload.watches(rules)
-                   and offload.moves(rules, store) for offload in (self.spark, self.vector))
+                   and offload.moves(rules, store, grown)
+                   for offload in (self.spark, self.vector))
 
     def changed(self, relations: Iterable[str]) -> bool:
         return self.spark is not None and self.spark.changed(relations)
@@ -60,6 +61,13 @@ class Placement:
             return None
         self.name = self.vector.name
         return self.vector.evaluate(rules, store, max_rounds, plus, minus, cap)
+
+    def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  delta: Mapping[str, set[Row]], cap: int) -> Any:
+        if self.vector is None:
+            return None
+        self.name = self.vector.name
+        return self.vector.continues(rules, store, max_rounds, delta, cap)
 
     def forget(self, stratum: int, store: Any) -> None:
         for offload in (self.spark, self.vector):

@@ -266,7 +266,12 @@ class Limits:
 
 
 class _Moved(Exception):
-    """The views being evaluated move to the offload (see ``Fixpoint._views``)."""
+    """The views being evaluated move to the offload (see ``Fixpoint._views``), after a
+    round that added ``delta`` (relation -> its new rows)."""
+
+    def __init__(self, delta: dict[str, set[Row]]) -> None:
+        super().__init__()
+        self.delta = delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,10 +304,18 @@ class Offload(Protocol):
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum's views evaluated here may move to the offload mid-step."""
 
-    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
-        """Whether they move now (their tables have grown): evaluated there instead."""
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+        """Whether they move now (their tables have grown; the last local round added
+        ``grown`` rows): evaluated there instead."""
 
     def changed(self, relations: Iterable[str]) -> bool: ...
+
+    def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  delta: Mapping[str, set[Row]], cap: int,
+                  ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """After ``moves`` said yes: the rows the views derive beyond the store's, the
+        rounds here having derived everything but what ``delta`` (the last round's new
+        rows) derives; None to start over (see ``evaluate``)."""
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
@@ -482,7 +495,8 @@ class Fixpoint:
     def _views(self, views: list[_Rule], plus: dict, minus: dict) -> None:
         """Evaluate the views here. With an offload that takes a stratum once its tables
         grow past a size (``--backend auto``), a stratum whose tables grow past it in this
-        evaluation moves there at once, and what it did here is undone."""
+        evaluation moves there at once: the offload continues from where the rounds here
+        stopped (``Offload.continues``), or what they did is undone and it starts over."""
         offload = self.offload
         plans = [r.plan for r in views]
         if not views or offload is None or not offload.watches(plans):
@@ -494,7 +508,11 @@ class Fixpoint:
         try:
             self._views_here(views, dict(plus), minus)
             return
-        except _Moved:
+        except _Moved as moved:
+            self.new_rows += sum(map(len, moved.delta.values()))  # (the round it ended)
+            self.budget.left = max(0, self.limits.max_tuples - self.new_rows)
+            if self._offloaded(views, plus, minus, moved.delta):
+                return
             self.store.rollback_to(mark)
             self.firings, self.new_rows, self.budget.left = saved
         finally:
@@ -519,13 +537,19 @@ class Fixpoint:
                 plus[name] = plus.get(name, set()) | rows
             self._insert(views, plus, minus)
 
-    def _offloaded(self, views: list[_Rule], plus: dict, minus: dict) -> bool:
-        """Evaluate the views on the offload (Spark) and put what changed in the store;
-        False when the offload leaves the stratum to this fixpoint."""
+    def _offloaded(self, views: list[_Rule], plus: dict, minus: dict,
+                   delta: dict[str, set[Row]] | None = None) -> bool:
+        """Evaluate the views on the offload (Spark, DuckDB) and put what changed in the
+        store; with ``delta``, continuing from the store as it is, the last round here
+        having added ``delta``. False when the offload leaves the stratum to this
+        fixpoint."""
         offload = self.offload
         assert offload is not None
-        found = offload.evaluate([r.plan for r in views], self.store, self.limits.max_rounds,
-                                 plus, minus, self.budget.left)
+        rules = [r.plan for r in views]
+        found = (offload.evaluate(rules, self.store, self.limits.max_rounds, plus, minus,
+                                  self.budget.left) if delta is None else
+                 offload.continues(rules, self.store, self.limits.max_rounds, delta,
+                                   self.budget.left))
         if found is None:
             return False
         stratum = views[0].plan.stratum
@@ -552,6 +576,8 @@ class Fixpoint:
             if gone:
                 store.remove_many(head, gone)
             if new:
+                if len(new) > len(store.rows(head)):  # indexed when a plan reads them
+                    store.drop_indexes(head)
                 store.add_many(head, new)
                 self.firings[label] += len(new)
         return True
@@ -1096,8 +1122,8 @@ class Fixpoint:
         """After a round that added ``delta``: the step may go on, or it has run past a limit
         (E307, naming the rule that added the most in the round)."""
         if self._moving is not None and self.offload.moves(  # type: ignore[union-attr]
-                self._moving, self.store):
-            raise _Moved
+                self._moving, self.store, sum(map(len, delta.values()))):
+            raise _Moved(delta)
         limits = self.limits
         self.new_rows += sum(map(len, delta.values()))
         self.budget.left = max(0, limits.max_tuples - self.new_rows)

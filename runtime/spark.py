@@ -922,9 +922,14 @@ class SparkStrata:
         return (self.threshold is not None and self.unavailable is None
                 and stratum not in self.never[0] and f"stratum {stratum}" not in self.moved)
 
-    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
         """Whether that stratum moves now: its tables have grown past the threshold."""
         return self._wanted(f"stratum {rules[0].stratum}", rules, store)
+
+    def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  delta: Mapping[str, set[Row]], cap: int) -> None:
+        """A stratum moving mid-step starts over on Spark (from its resident tables)."""
+        return None
 
     def changed(self, relations: Iterable[str]) -> bool:
         """Whether this step changed a held relation among ``relations``."""

@@ -352,6 +352,16 @@ class Table:
                     set() if asserted else self.asserted, False))
         self.journal.entries.append((self._take, before))
 
+    def drop_indexes(self) -> None:
+        """Forget every index but the key's: each is built again when a plan next reads it
+        (rows about to arrive in bulk from elsewhere are not indexed for nothing);
+        journaled."""
+        keep = {cols: idx for cols, idx in self.indexes.items()
+                if self.keyed and cols == self.keys}
+        if len(keep) < len(self.indexes):
+            self.journal.entries.append((self._set_indexes, self.indexes))
+            self._set_indexes(keep)
+
     def take_back(self, rows: set[Row], asserted: bool = False) -> None:
         """Hold ``rows`` again after ``release`` (all asserted, with ``asserted``): not a
         change of the step."""
@@ -467,6 +477,9 @@ class LocalStore:
 
     def take_back(self, relation: str, rows: set[Row], asserted: bool = False) -> None:
         self.tables[relation].take_back(rows, asserted)
+
+    def drop_indexes(self, relation: str) -> None:
+        self.tables[relation].drop_indexes()
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))

@@ -26,9 +26,11 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from overlog import plan as p
+from overlog.limits import recursion_room
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.values import Bool, IntFloat, internal
 
@@ -138,14 +140,22 @@ def _exprs(plan: p.Plan) -> list[p.Expr]:
 Types = tuple[str, ...]  # a relation's column types (DuckDB's); None: it holds no rows
 
 
-def column_types(rows: Set[Row] | list[Row], arity: int,
-                 known: Types | None = None) -> Types | None:
-    """The DuckDB type of each column of ``rows`` (and of the rows ``known`` describes), or
-    None for no rows; Unsupported for a value DuckDB would not give back as it is."""
+def columns(rows: Set[Row] | list[Row], arity: int,
+            known: Types | None = None) -> tuple[Types | None, Any]:
+    """The DuckDB type of each column of ``rows`` (and of the rows ``known`` describes; None
+    for no rows), and the rows as an Arrow table (None for no rows); Unsupported for a value
+    DuckDB would not give back as it is."""
     if not rows:
-        return known
+        return known, None
+    import numpy as np
+    import pyarrow as pa
+
+    arrow = {"BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+             "BOOLEAN": pa.bool_()}
     found: list[str | None] = list(known) if known is not None else [None] * arity
-    for i, column in enumerate(zip(*rows, strict=True)):
+    arrays = {}
+    for i in range(arity):
+        column = list(map(itemgetter(i), rows))
         kinds = set(map(type, column))
         types = {_TYPES.get(kind) for kind in kinds}
         if None in types:
@@ -157,34 +167,30 @@ def column_types(rows: Set[Row] | list[Row], arity: int,
         if len(types) > 1:
             raise Unsupported("a column holding " + " and ".join(
                 sorted(_NAMES[t] for t in types)) + " values")
-        (found[i],) = types
-        if int in kinds and (min(column) < _LONG[0] or max(column) > _LONG[1]):
-            raise Unsupported("an int past 64 bits")
-        if str in kinds and not all(map(str.isascii, column)):
-            for value in column:
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise Unsupported("a string that is not Unicode text (a lone "
-                                      "surrogate)") from None
-        if found[i] == "DOUBLE" and 0.0 in column and any(
-                not v and math.copysign(1, v) < 0 for v in column):
-            raise Unsupported("-0.0")
-    return tuple(found)  # type: ignore[arg-type]
-
-
-def _arrow(rows: Set[Row] | list[Row], types: Types) -> Any:
-    import pyarrow as pa
-
-    kinds = {"BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
-             "BOOLEAN": pa.bool_()}
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in types]
-    arrays = {}
-    for i, (column, kind) in enumerate(zip(columns, types, strict=True)):
-        values = [v.truth for v in column] if kind == "BOOLEAN" else column
-        arrays[f"c{i}"] = pa.array(values, type=kinds[kind])
-    return pa.table(arrays)
-
+        (kind,) = types
+        found[i] = kind
+        if kind == "BIGINT":
+            try:
+                values = np.fromiter(column, np.int64, len(column))
+            except OverflowError:
+                raise Unsupported("an int past 64 bits") from None
+        elif kind == "DOUBLE":
+            values = np.fromiter(column, np.float64, len(column))
+            if np.any(np.signbit(values) & (values == 0)):
+                raise Unsupported("-0.0")
+        elif kind == "BOOLEAN":
+            values = [v.truth for v in column]
+        else:
+            if not all(map(str.isascii, column)):
+                for value in column:
+                    try:
+                        value.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise Unsupported("a string that is not Unicode text (a lone "
+                                          "surrogate)") from None
+            values = column
+        arrays[f"c{i}"] = pa.array(values, type=arrow[kind])
+    return tuple(found), pa.table(arrays)  # type: ignore[arg-type]
 
 def _reader(types: Types) -> Callable[[list[tuple]], set[Row]]:
     """DuckDB's rows (Python values) as engine rows."""
@@ -197,7 +203,7 @@ def _literal(value: Any) -> tuple[str, str]:
     kind = _TYPES.get(value.__class__)
     if kind is None:
         raise Unsupported("a null" if value is None else "a list value")
-    column_types([(value,)], 1)
+    columns([(value,)], 1)
     if kind == "BIGINT":
         return f"CAST({value} AS BIGINT)", kind
     if kind == "DOUBLE":
@@ -347,10 +353,11 @@ class VectorStrata:
     module's docstring. Aggregate rules run locally (``groups`` gives None).
 
     ``threshold`` None runs every stratum it can in DuckDB (``--backend vector``); a number
-    (``--backend auto``) moves a stratum there once the tables it reads and writes hold that
-    many rows, in the middle of a step if they grow past it there, and back once they hold
-    less than a quarter of it (``moved``: what is there, at what size; ``transitions``:
-    every move). Then DuckDB missing is not an error: ``unavailable`` says why."""
+    (``--backend auto``) runs a stratum there in a step when the tables it reads and writes
+    hold that many rows and its rounds are large (see ``_wanted``), moving it in the middle
+    of the step when a local round gets there (``moved``: what ran there last, at what
+    size; ``transitions``: every move there and back). Then DuckDB missing is not an
+    error: ``unavailable`` says why."""
 
     name = "DuckDB"
 
@@ -370,10 +377,18 @@ class VectorStrata:
         self.resident: dict[int, _Resident] = {}
         self.incremental = 0  # evaluations that continued from resident tables
         self.held: dict[str, int] = {}  # (no relation lives only in DuckDB yet)
-        self._never = {stratum.index: reason for stratum in plan.strata
-                       if (reason := static_reason(plan, stratum.index))}
+        self._reasons: dict[int, str] | None = None  # see ``never``
         self._con: Any = None
         self._names = itertools.count()
+
+    @property
+    def never(self) -> dict[int, str]:
+        """Why strata never run in DuckDB, whatever the data (worked out when first asked)."""
+        if self._reasons is None:
+            with recursion_room():  # (expressions nest as deep as programs write them)
+                self._reasons = {stratum.index: reason for stratum in self.plan.strata
+                                 if (reason := static_reason(self.plan, stratum.index))}
+        return self._reasons
 
     @property
     def con(self) -> Any:
@@ -389,47 +404,49 @@ class VectorStrata:
 
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum running locally may move to DuckDB in the middle of a step:
-        with a threshold, when it can run there and has not moved."""
-        stratum = rules[0].stratum
+        with a threshold, when it can run there."""
         return (self.threshold is not None and self.unavailable is None
-                and stratum not in self._never and f"stratum {stratum}" not in self.moved)
+                and rules[0].stratum not in self.never)
 
-    def moves(self, rules: list[p.RulePlan], store: Any) -> bool:
-        """Whether that stratum moves now: its tables have grown past the threshold."""
-        return self._wanted(rules, store)
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+        """Whether that stratum moves now, after a local round that added ``grown`` rows."""
+        return self._wanted(rules, store, grown)
 
-    def _wanted(self, rules: list[p.RulePlan], store: Any) -> bool:
-        """Whether a stratum goes to DuckDB now: always without a threshold; with one, once
-        its tables hold that many rows, and until they hold less than a quarter of it."""
+    def _wanted(self, rules: list[p.RulePlan], store: Any, work: int) -> bool:
+        """Whether a stratum goes to DuckDB now: always without a threshold; with one, when
+        its tables hold that many rows and ``work`` (the rows that seed its evaluation, or
+        that its last local round added) is at least a sixteenth of it: a round in DuckDB
+        costs a few milliseconds whatever its size, so small rounds stay in Python. Once a
+        stratum moved in a step, until the step ends."""
         threshold = self.threshold
         if threshold is None:
             return True
+        stratum = rules[0].stratum
+        label = f"stratum {stratum}"
+        if label in self._arrived:
+            return True
         if self.unavailable is not None:
             return False
-        stratum = rules[0].stratum
         names = self._tables.get(stratum)  # type: ignore[arg-type]
         if names is None:
             names = self._tables[stratum] = sorted({rule.head for rule in rules}.union(  # type: ignore[index]
                 *(_relations(each) for rule in rules for _, each in rule.plans())))
         size = sum(len(store.rows(name)) for name in names)
-        label = f"stratum {stratum}"
-        if label in self.moved:  # (its tables as the step started: not back before it ends)
-            if size >= threshold // 4 or label in self._arrived:
-                return True
+        wanted = size >= threshold and work >= threshold // 16
+        if wanted:
+            try:
+                self.start()
+            except VectorUnavailable as error:
+                self.unavailable = str(error)
+                return False
+            self._arrived.add(label)
+            if label not in self.moved:
+                self.transitions.append((label, size, True))
+            self.moved[label] = size
+        elif label in self.moved:
             del self.moved[label]
             self.transitions.append((label, size, False))
-            return False
-        if size < threshold:
-            return False
-        try:
-            self.start()
-        except VectorUnavailable as error:
-            self.unavailable = str(error)
-            return False
-        self.moved[label] = size
-        self._arrived.add(label)
-        self.transitions.append((label, size, True))
-        return True
+        return wanted
 
     def begin_step(self) -> None:
         self._arrived = set()
@@ -450,17 +467,39 @@ class VectorStrata:
         without a threshold: with one, the stratum runs locally)."""
         stratum = rules[0].stratum
         assert stratum is not None  # deferred rules run locally
-        if self.threshold is not None and (stratum in self._never
-                                           or not self._wanted(rules, store)):
+        if self.threshold is not None and (stratum in self.never or not self._wanted(
+                rules, store, sum(len(rows) for rows in plus.values()))):
             self.forget(stratum, store)  # (with a threshold, reasons of the moved only)
             return None
-        reason = self._never.get(stratum)
+        return self._attempt(stratum, store, lambda: self._evaluate(
+            stratum, rules, store, max_rounds, plus, minus, cap))
+
+    def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  delta: Mapping[str, set[Row]], cap: int = UNCAPPED,
+                  ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """After ``moves`` said yes in the middle of a step: the rows the views derive
+        beyond the store's, from its tables as they are, the local rounds having derived
+        all but what ``delta`` (their last round's new rows) derives; None: the stratum
+        starts over (see ``evaluate``)."""
+        stratum = rules[0].stratum
+        assert stratum is not None
+        if f"stratum {stratum}" not in self._arrived:
+            return None
+        return self._attempt(stratum, store, lambda: self._evaluate(
+            stratum, rules, store, max_rounds, {}, {}, cap, delta))
+
+    def _attempt(self, stratum: int, store: Any,
+                 work: Callable[[], dict[str, tuple[set[Row], set[Row]]]],
+                 ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """``work()``, or None when the stratum runs locally: its reason in ``local``."""
+        reason = self.never.get(stratum)
         if reason is None:
             self.start()
             import duckdb
 
             try:
-                found = self._evaluate(stratum, rules, store, max_rounds, plus, minus, cap)
+                with recursion_room():
+                    found = work()
             except Unsupported as why:
                 reason = str(why)
             except duckdb.Error as error:
@@ -485,7 +524,11 @@ class VectorStrata:
 
     def _evaluate(self, stratum: int, rules: list[p.RulePlan], store: Any, max_rounds: int,
                   plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                  cap: int) -> dict[str, tuple[set[Row], set[Row]]]:
+                  cap: int, seeds: Mapping[str, set[Row]] | None = None,
+                  ) -> dict[str, tuple[set[Row], set[Row]]]:
+        """From the resident tables and the step's new rows (incremental), or afresh from
+        the store's tables and the heads' asserted rows, or, with ``seeds``, continuing
+        from the store's tables with ``seeds`` (rows of them) as the new rows."""
         heads = sorted({rule.head for rule in rules})
         reads = set().union(*(_relations(each) for rule in rules for _, each in rule.plans()))
         names = sorted(reads - set(heads))
@@ -493,7 +536,7 @@ class VectorStrata:
         before = self.resident.pop(stratum, None)
         # the tables are changed in place: a rollback of the step drops them (afresh then)
         store.on_rollback(self._discard, stratum)
-        incremental = before is not None and not any(
+        incremental = seeds is None and before is not None and not any(
             minus.get(name) for name in (*names, *heads)) and not any(
             plus.get(name) for name in negated)
         if before is not None and not incremental:
@@ -512,10 +555,16 @@ class VectorStrata:
                 for name in names:
                     self._load(name, store.rows(name), tables, types)
                 for head in heads:
-                    self._load(head, store.asserted(head), tables, types)
+                    self._load(head, store.asserted(head) if seeds is None
+                               else store.rows(head), tables, types)
+                for name, rows in (seeds or {}).items():
+                    if rows:
+                        kinds, arrow = columns(rows, self.arity[name], types[name])
+                        delta[name] = self._create(kinds)  # type: ignore[arg-type]
+                        self._insert(delta[name], arrow)
             translate = Translator(tables, types)
             queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
-            if incremental:
+            if incremental or seeds is not None:
                 self._triggered(rules, delta, translate, queries)
             else:
                 for rule in rules:
@@ -525,12 +574,12 @@ class VectorStrata:
                     if first is not None:  # its plan reads every other atom in full
                         self._add(queries, rule.head, translate.select(first.insert))
             gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
-                                  incremental)
+                                  incremental or seeds is not None)
         finally:
             self._drop(delta.values())
         changes = {}
         for head in heads:
-            if incremental:  # what is new
+            if incremental or seeds is not None:  # what is new
                 changes[head] = (gained[head], set())
                 continue
             rows = self._fetch(tables[head], types[head])  # derived and asserted
@@ -647,31 +696,32 @@ class VectorStrata:
               types: dict[str, Types | None]) -> None:
         """A table holding ``rows`` for ``name`` (an untyped one for no rows: typed when
         rows come)."""
-        found = types[name] = column_types(rows, self.arity[name])
+        found, arrow = columns(rows, self.arity[name])
+        types[name] = found
         tables[name] = self._create(found or ("BIGINT",))
-        if found is not None:
-            self._insert(tables[name], rows, found)
+        if arrow is not None:
+            self._insert(tables[name], arrow)
 
     def _new_rows(self, name: str, rows: set[Row], tables: dict[str, str],
                   types: dict[str, Types | None]) -> str:
         """Add ``rows`` to ``name``'s table (those it lacks): a table holding them."""
         known = types.get(name)
-        found = column_types(rows, self.arity[name], known)
+        found, arrow = columns(rows, self.arity[name], known)
         assert found is not None
         if known is None:
             self._drop([tables[name]])
             tables[name] = self._create(found)
             types[name] = found
         new = self._create(found)
-        self._insert(new, rows, found)
+        self._insert(new, arrow)
         test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(found)))
         self.con.execute(f"INSERT INTO {tables[name]} SELECT * FROM {new} AS n WHERE NOT "
                          f"EXISTS (SELECT 1 FROM {tables[name]} AS t WHERE {test})")
         return new
 
-    def _insert(self, table: str, rows: Set[Row], kinds: Types) -> None:
+    def _insert(self, table: str, arrow: Any) -> None:
         view = self._fresh()
-        self.con.register(view, _arrow(rows, kinds))
+        self.con.register(view, arrow)
         try:
             self.con.execute(f"INSERT INTO {table} SELECT * FROM {view}")
         finally:
@@ -697,7 +747,8 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
     for stratum in plan.strata:
         rules = [plan.rules[i] for i in stratum.rules]
         if any(not r.head_event and r.aggregation is None for r in rules):
-            reason = static_reason(plan, stratum.index)
+            with recursion_room():
+                reason = static_reason(plan, stratum.index)
             notes[stratum.index] = [
                 f"views run on DuckDB with --backend vector (auto: at {threshold:,} rows)"
                 if reason is None else f"views run locally with --backend vector ({reason})"]

@@ -182,16 +182,17 @@ def test_edge_cases_run_alike(program: str, steps: list) -> None:
                 assert there.rows(name) == here.rows(name), name
 
 
-def test_auto_moves_a_stratum_to_duckdb_once_its_tables_hold_the_threshold() -> None:
+def test_auto_moves_a_stratum_to_duckdb_once_its_tables_and_rounds_are_large() -> None:
     """Below the threshold the database is never opened; a stratum whose tables (read and
-    written) reach it moves, in the middle of a step, and the results stay the local
-    backend's; back once its tables hold less than a quarter of it."""
+    written) reach it, with rounds of a sixteenth of it, moves, in the middle of a step
+    (DuckDB continuing from the local rounds), and the results stay the local backend's.
+    A step of removals (no new rows to start from) runs locally."""
     here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=40)
     chain = [(i, i + 1) for i in range(1, 10)]
     steps = [[("insert", row) for row in chain[:2]],  # 5 rows: local
              [("insert", row) for row in chain[2:]],  # grows past 40 in the step: to DuckDB
-             [("delete", row) for row in chain[2:]],  # in DuckDB: 2 links, 3 reach rows
-             [("insert", (20, 21))]]  # 6 rows at the start: back
+             [("delete", row) for row in chain[2:]],  # only removals: local
+             [("insert", row) for row in chain[2:]]]  # to DuckDB again
     places = []
     for batch in steps:
         for engine in (here, there):
@@ -202,12 +203,15 @@ def test_auto_moves_a_stratum_to_duckdb_once_its_tables_hold_the_threshold() -> 
         assert there.rows("reach") == here.rows("reach")
         places.append((dict(there.vector.moved), report.firings,
                        there.vector._con is not None))
+    # in step 2, DuckDB continues from the local rounds: 32 rows derived here, 10 there
+    continued = {"rule 1": 7, "rule 2": 25, "stratum 0 on DuckDB": 10}
     assert places == [({}, {"rule 1": 2, "rule 2": 1}, False),
-                      ({"stratum 0": 44}, {"stratum 0 on DuckDB": 42}, True),  # (a round on)
-                      ({"stratum 0": 44}, {}, True),  # (only removals: no new rows)
-                      ({}, {"rule 1": 1}, True)]
-    assert there.vector.transitions == [("stratum 0", 44, True), ("stratum 0", 6, False)]
-    assert there.vector.resident == {} and there.spark.moved == {}
+                      ({"stratum 0": 44}, continued, True),
+                      ({}, {}, True),
+                      ({"stratum 0": 44}, continued, True)]
+    assert there.vector.transitions == [("stratum 0", 44, True), ("stratum 0", 47, False),
+                                        ("stratum 0", 44, True)]
+    assert there.spark.moved == {}
 
 
 def test_auto_past_the_spark_threshold_leaves_duckdb_for_spark(
