@@ -71,19 +71,22 @@ def _expected_base(state: dict[str, dict], op: str, relation: str, row: tuple) -
 
 @pytest.mark.parametrize("recompute_min, checked, backend", [
     (Fixpoint.RECOMPUTE_MIN, True, "local"), (0, True, "local"),
-    (Fixpoint.RECOMPUTE_MIN, False, "local"), (Fixpoint.RECOMPUTE_MIN, True, "vector")],
-    ids=["dred", "dred-or-afresh", "dred-unchecked", "vector"])
+    (Fixpoint.RECOMPUTE_MIN, False, "local"), (Fixpoint.RECOMPUTE_MIN, True, "vector"),
+    (Fixpoint.RECOMPUTE_MIN, True, {"vector_threshold": 4})],
+    ids=["dred", "dred-or-afresh", "dred-unchecked", "vector", "auto-vector"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(TEMPLATES), min_size=1, max_size=7, unique=True), operations)
-def test_views_match_reference(recompute_min: int, checked: bool, backend: str,
+def test_views_match_reference(recompute_min: int, checked: bool, backend: str | dict,
                                rules: list[str], batches) -> None:
     """With ``recompute_min`` 0, a deletion that over-deletes a quarter of a stratum's
     derived rows switches to evaluating the stratum afresh (at every size). Unchecked:
     recursive strata over-delete without the support check (as they do once their rows
-    came back from Spark). Vector: the strata DuckDB can run run there."""
+    came back from Spark). Vector: the strata DuckDB can run run there; auto-vector: they
+    move there (mid-step too) from 4 rows, and back, as their sizes say."""
     source = DECLS + "\n".join(rules)
     try:
-        engine = Engine(source, backend=backend)
+        engine = Engine(source, **(backend if isinstance(backend, dict)
+                                   else {"backend": backend}))
     except CompileError:
         assume(False)
         return
@@ -128,16 +131,17 @@ def _new_combinations(rule: s.Rule, old: dict[str, set], new: dict[str, set]) ->
     return fired
 
 
-@pytest.mark.parametrize("recompute_min", [Fixpoint.RECOMPUTE_MIN, 0],
-                         ids=["dred", "dred-or-afresh"])
+@pytest.mark.parametrize("recompute_min, options", [
+    (Fixpoint.RECOMPUTE_MIN, {}), (0, {}), (Fixpoint.RECOMPUTE_MIN, {"vector_threshold": 4})],
+    ids=["dred", "dred-or-afresh", "auto-vector"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(TEMPLATES), min_size=1, max_size=6, unique=True),
        st.lists(st.sampled_from(EVENT_TEMPLATES), min_size=1, max_size=2, unique=True),
        operations)
-def test_event_heads_fire_on_new_combinations(recompute_min, rules, event_rules,
+def test_event_heads_fire_on_new_combinations(recompute_min, options, rules, event_rules,
                                               batches) -> None:
     try:
-        engine = Engine(DECLS + "\n".join(rules + event_rules))
+        engine = Engine(DECLS + "\n".join(rules + event_rules), **options)
     except CompileError:
         assume(False)
         return
