@@ -379,7 +379,7 @@ def report_step(engine: Any, report: Any, trace: bool, placed: set[str], err: Te
     for error in report.errors:
         print(str(error), file=err)
     if trace:
-        _trace(report, err)
+        _trace(engine, report, err)
     for offload in (engine.spark, engine.vector):
         if offload is not None:
             _placement(engine, offload, placed, err, trace)
@@ -394,13 +394,14 @@ def print_tables(engine: Any, printer: Printer, asked: list[str], watched: list[
                                   if not rel.event]
     from overlog.runtime.engine import ROWS_LIMIT
 
-    held = engine.spark.held if engine.spark is not None else {}
     for name in tables:
         if name not in checked.relations or checked.relations[name].event:
             continue
-        if held.get(name, 0) > ROWS_LIMIT and name not in asked:
-            print(f"overlog: note: `{name}` holds {held[name]:,} rows in Spark: not printed "
-                  f"(--print {name} prints them; -D DIR writes them)", file=err)
+        holder = engine.holder(name)
+        if holder is not None and holder.held[name] > ROWS_LIMIT and name not in asked:
+            print(f"overlog: note: `{name}` holds {holder.held[name]:,} rows in "
+                  f"{holder.name}: not printed (--print {name} prints them; -D DIR writes "
+                  "them)", file=err)
             continue
         printer.final(name, engine.rows(name, max_rows=None))
 
@@ -441,16 +442,22 @@ def _watcher(engine, printer: Printer, name: str, op: str, event: bool):
     return callback
 
 
-def _trace(report, err: TextIO) -> None:
+def _trace(engine, report, err: TextIO) -> None:
     fired = [f"{label} derived {n}" for label, n in report.firings.items() if n]
     changes = [f"+{n} {name}" for name, n in report.counts("inserted").items()]
     changes += [f"-{n} {name}" for name, n in report.counts("deleted").items()]
     changes += [f"{n} {name} events" for name, n in report.counts("events").items()]
-    changes += [f"{sign}{n} {name} (in Spark)" for name, change in report.held.items()
+    changes += [f"{sign}{n} {name} (in {_where(engine, name)})"
+                for name, change in report.held.items()
                 for sign, n in zip("+-", change, strict=True) if n]
     print(f"trace: step {report.step} @{report.time:g}: "
           f"{', '.join(fired) or 'no rule fired'}; {', '.join(changes) or 'no changes'}",
           file=err)
+
+
+def _where(engine, relation: str) -> str:
+    holder = engine.holder(relation)
+    return holder.name if holder is not None else "Spark"  # (held there in the step)
 
 
 def _placement(engine, offload, said: set[str], err: TextIO, trace: bool) -> None:
@@ -521,9 +528,9 @@ def write_output(engine, directory: str, fmt: str = "csv") -> None:
             final = os.path.join(directory, f"{name}.{fmt}")
             temporary = os.path.join(directory, f".{name}.{fmt}.{os.getpid()}.tmp")
             written.append((temporary, final))
-            spark = engine.spark
-            if spark is not None and name in spark.held:  # from Spark, batch by batch
-                _write_held(temporary, fmt, spark.batches(name))
+            holder = engine.holder(name)
+            if holder is not None:  # from Spark or DuckDB, batch by batch
+                _write_held(temporary, fmt, holder.batches(name))
                 continue
             if fmt == "parquet":
                 try:
@@ -546,7 +553,8 @@ def write_output(engine, directory: str, fmt: str = "csv") -> None:
 
 
 def _write_held(path: str, fmt: str, tables: Iterable[Any]) -> None:
-    """A relation held in Spark, as Arrow tables in order, written as CSV or Parquet."""
+    """A relation held in Spark or DuckDB, as Arrow tables (or record batches) in order,
+    written as CSV or Parquet."""
     if fmt == "parquet":
         parquetio.write_arrow(path, tables)
         return

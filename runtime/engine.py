@@ -234,8 +234,9 @@ class Engine:
                 raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
                                  f"{rel.arity}")
             pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
-        if self.spark is not None and not rel.event:  # its rows must come to Python
-            self.spark.keep_local(relation, self.store)
+        for offload in (self.spark, self.vector):
+            if offload is not None and not rel.event:  # its rows must come to Python
+                offload.keep_local(relation, self.store)
             if not self._stepping or self._committed:  # (not undone by a later rollback)
                 self.store.commit()
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
@@ -328,16 +329,31 @@ class Engine:
         """A relation's rows, sorted. A relation held in Spark (docs/spark.md) is collected
         only up to ``max_rows`` rows (None: whatever its size); above, ValueError."""
         self._relation(relation)
-        spark = self.spark
-        if spark is not None and relation in spark.held:
-            count = spark.held[relation]
+        holder = self.holder(relation)
+        if holder is not None:
+            count = holder.held[relation]
             if max_rows is not None and count > max_rows:
                 raise ValueError(
-                    f"`{relation}` holds {count:,} rows in Spark, more than rows() collects "
-                    f"(max_rows={max_rows:,}): pass max_rows=None to collect them all, or "
-                    "read them with dataframe()")
-            return sorted_rows(spark.collect(relation))
+                    f"`{relation}` holds {count:,} rows in {holder.name}, more than rows() "
+                    f"collects (max_rows={max_rows:,}): pass max_rows=None to collect them "
+                    "all" + (", or read them with dataframe()" if holder is self.spark
+                             else ""))
+            return sorted_rows(holder.collect(relation))
         return sorted_rows(self.store.rows(relation))
+
+    def holder(self, relation: str) -> SparkStrata | VectorStrata | None:
+        """Spark's or DuckDB's strata when ``relation`` lives there only (its rows are not
+        in the store), else None."""
+        for offload in (self.spark, self.vector):
+            if offload is not None and relation in offload.held:
+                return offload
+        return None
+
+    def count(self, relation: str) -> int:
+        """How many rows a persistent relation holds now (wherever it lives)."""
+        self._relation(relation)
+        holder = self.holder(relation)
+        return holder.held[relation] if holder is not None else len(self.store.rows(relation))
 
     def next_time(self) -> float | None:
         """When the next timed input is due: a queued event or a soft-state expiry."""
@@ -461,12 +477,12 @@ class Engine:
         """After commit: queue the changes for the next step, send, report, call back."""
         report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
         spark = self.spark
-        if spark is not None:  # relations held in Spark at the end: inputs, then the rest
+        if spark is not None:  # relations held in Spark at the end: inputs first
             report.held = {name: change for name, change in spark.input_changes.items()
                            if any(change) and name in spark.held}
-            report.held.update((name, (change.added, change.removed))
-                               for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
-                               if (change.added or change.removed) and name in spark.held)
+        report.held.update((name, (change.added, change.removed))  # then the rest
+                           for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
+                           if (change.added or change.removed) and self.holder(name))
         self.pending += changes
         self._send(report, sends)
         for (kind, relation, row), error in quarantined:
@@ -562,6 +578,10 @@ class Engine:
         spark = self.spark
         if spark is not None and (spark.held or self._frames_queued):
             inputs = spark.take_inputs(inputs, store)  # those held in Spark apply there
+        vector = self.vector
+        if vector is not None and vector.held:  # those held in DuckDB: back in the store
+            for name in {relation for _, relation, _ in inputs} & vector.held.keys():
+                vector.unhold(name, store)
         for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
             rows = [row for _, _, row in run]
             if kind == "event":  # distinct already: events are sets within a step

@@ -28,7 +28,8 @@ class StepReport:
     errors: list[OverlogError] = field(default_factory=list)
     firings: dict[str, int] = field(default_factory=dict)  # rule label -> new tuples derived
     sent: list[Outbound] = field(default_factory=list)  # in the order the rules sent them
-    # relations held in Spark (docs/spark.md): rows added and removed, not the rows
+    # relations held in Spark or DuckDB (docs/spark.md, docs/vector.md): rows added and
+    # removed, not the rows
     held: dict[str, tuple[int, int]] = field(default_factory=dict)
     # kind -> relation -> the rows, as disjoint sets (merged and sorted only when read)
     _raw: dict[str, dict[str, list[Set[Row]]]] = field(default_factory=lambda: {

@@ -566,9 +566,10 @@ class Fixpoint:
             store.set_ordered(name, False)
         label = f"stratum {stratum} on {offload.name}"
         for head, change in found.items():
-            if isinstance(change, Held):  # its rows stay in Spark
+            if isinstance(change, Held):  # its rows stay there
                 store.release(head)
-                self.firings[label] += change.added
+                if change.added:
+                    self.firings[label] += change.added
                 self.held[head] = change
                 continue
             new, old = change

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 from overlog import plan as p
 from overlog.limits import recursion_room
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
+from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal
 
 Row = tuple
@@ -376,7 +377,15 @@ class VectorStrata:
         self.local_rules: dict[int, str] = {}  # (aggregate rules: always local)
         self.resident: dict[int, _Resident] = {}
         self.incremental = 0  # evaluations that continued from resident tables
-        self.held: dict[str, int] = {}  # (no relation lives only in DuckDB yet)
+        self.recursive = 0  # evaluations afresh as one recursive query
+        # relations held in DuckDB (their rows never cross to Python; the store released
+        # them) -> how many rows, and their tables; see ``holdable``
+        self.held: dict[str, int] = {}
+        self._holding: dict[str, str] = {}
+        self._started: dict[str, str | None] = {}  # held heads' tables as the step started
+        self._stale: set[str] = set()  # tables a rollback may still want: dropped next step
+        self._holdable: dict[str, int] | None = None
+        self._kept_local: set[str] = set()  # relations Python reads (listeners)
         self._reasons: dict[int, str] | None = None  # see ``never``
         self._con: Any = None
         self._names = itertools.count()
@@ -450,6 +459,85 @@ class VectorStrata:
 
     def begin_step(self) -> None:
         self._arrived = set()
+        self._started = {}
+        used = set(self._holding.values()).union(
+            *(resident.tables.values() for resident in self.resident.values()))
+        self._drop(self._stale - used)
+        self._stale = set()
+
+    # -- relations held in DuckDB --------------------------------------------------------------
+
+    @property
+    def holdable(self) -> dict[str, int]:
+        """The relations that live only in DuckDB, each with the stratum deriving it: with
+        ``--backend vector`` (no threshold), a head that only its own stratum reads, which
+        Spark could hold too (persistent, no keys or soft state, derived only by view rules
+        of a stratum DuckDB may run, which reads no events); not those a listener reads."""
+        if self.threshold is not None:
+            return {}
+        if self._holdable is None:
+            from overlog.runtime.spark import holdable
+
+            found, readers = holdable(self.plan, self.never)
+            self._holdable = {name: stratum for name, stratum in found.items()
+                              if stratum is not None and readers.get(name, set()) <= {stratum}}
+        return {name: stratum for name, stratum in self._holdable.items()
+                if name not in self._kept_local}
+
+    def keep_local(self, relation: str, store: Any) -> None:
+        """Python reads ``relation`` from now on (a listener): it is never held, and if it
+        is, its rows come back to the store."""
+        self._kept_local.add(relation)
+        if relation in self.held:
+            self.unhold(relation, store)
+
+    def unhold(self, relation: str, store: Any) -> None:
+        """Put a held relation's rows back in the store, as they were when the step started
+        (journaled; not a change of the step)."""
+        table = self._started.get(relation, self._holding[relation])
+        rows = self._fetch(table, self._types(table))
+        store.take_back(relation, rows)
+        self._stale.add(self._holding[relation])
+        self._set_holding(relation, None, None, store)
+
+    def collect(self, relation: str) -> set[Row]:
+        """A held relation's rows, in Python."""
+        table = self._holding[relation]
+        return self._fetch(table, self._types(table))
+
+    BATCH = 1_000_000  # rows of a held relation that come to Python at once
+
+    def batches(self, relation: str) -> Iterator[Any]:
+        """A held relation's rows as Arrow tables of at most ``BATCH`` rows, sorted as
+        ``Engine.rows`` sorts them (one type a column)."""
+        import pyarrow as pa
+
+        reader = self.con.sql(f"SELECT * FROM {self._holding[relation]} ORDER BY ALL")\
+            .fetch_arrow_reader(self.BATCH)
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+
+    def _set_holding(self, relation: str, table: str | None, count: int | None,
+                     store: Any) -> None:
+        """Journaled: ``relation`` is held in ``table`` with ``count`` rows (None: not)."""
+        before = (self._holding.get(relation), self.held.get(relation))
+        self._restore_holding((relation, (table, count)))
+        store.on_rollback(self._restore_holding, (relation, before))
+
+    def _restore_holding(self, args: tuple[str, tuple[str | None, int | None]]) -> None:
+        relation, (table, count) = args
+        if table is None:
+            self._holding.pop(relation, None)
+            self.held.pop(relation, None)
+        else:
+            self._holding[relation] = table
+            self.held[relation] = count  # type: ignore[assignment]
+
+    def _types(self, table: str) -> Types:
+        found = self.con.execute(
+            "SELECT data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY "
+            "column_index", [table]).fetchall()
+        return tuple(kind for (kind,) in found)
 
     def changed(self, relations: Iterable[str]) -> bool:
         return False
@@ -512,20 +600,25 @@ class VectorStrata:
         return found
 
     def forget(self, stratum: int, store: Any) -> None:
-        """The stratum's result was not taken, or it ran locally: afresh next time."""
+        """The stratum's result was not taken, or it ran locally: afresh next time. Its
+        held heads come back to the store as they were when the step started."""
+        for name, writer in self.holdable.items():
+            if writer == stratum and name in self.held:
+                self.unhold(name, store)
         self._discard(stratum)
 
     def _discard(self, stratum: int) -> None:
         resident = self.resident.pop(stratum, None)
-        if resident is not None:
-            self._drop(resident.tables.values())
+        if resident is not None:  # (not a held relation's table: a rollback may want it)
+            self._drop(set(resident.tables.values()) - set(self._holding.values())
+                       - self._stale)
 
     # -- evaluation --------------------------------------------------------------------------
 
     def _evaluate(self, stratum: int, rules: list[p.RulePlan], store: Any, max_rounds: int,
                   plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                   cap: int, seeds: Mapping[str, set[Row]] | None = None,
-                  ) -> dict[str, tuple[set[Row], set[Row]]]:
+                  ) -> dict[str, tuple[set[Row], set[Row]] | Held]:
         """From the resident tables and the step's new rows (incremental), or afresh from
         the store's tables and the heads' asserted rows, or, with ``seeds``, continuing
         from the store's tables with ``seeds`` (rows of them) as the new rows."""
@@ -540,14 +633,18 @@ class VectorStrata:
             minus.get(name) for name in (*names, *heads)) and not any(
             plus.get(name) for name in negated)
         if before is not None and not incremental:
-            self._drop(before.tables.values())
+            self._drop(set(before.tables.values()) - set(self._holding.values()))
         # what a failure leaves behind is dropped with it (``forget``)
         resident = self.resident[stratum] = before if incremental else _Resident({}, {})
         tables, types = resident.tables, resident.types  # type: ignore[union-attr]
+        hold = [head for head in heads if head in self.holdable]  # (rows staying here)
         delta: dict[str, str] = {}  # relation -> the table of its new rows this round
         try:
             if incremental:
                 self.incremental += 1
+                for head in hold:  # a held table is never changed in place (rollbacks)
+                    if tables[head] == self._holding.get(head):
+                        tables[head] = self._copy(tables[head])
                 for name in (*names, *heads):
                     if plus.get(name):
                         delta[name] = self._new_rows(name, plus[name], tables, types)
@@ -566,6 +663,8 @@ class VectorStrata:
             queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
             if incremental or seeds is not None:
                 self._triggered(rules, delta, translate, queries)
+            elif self._recursive(rules, heads, translate, cap):
+                pass  # one query did it all
             else:
                 for rule in rules:
                     if rule.start is not None:
@@ -577,10 +676,14 @@ class VectorStrata:
                                   incremental or seeds is not None)
         finally:
             self._drop(delta.values())
-        changes = {}
+        changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
         for head in heads:
+            if head in hold:
+                changes[head] = self._held(head, tables[head], gained[head], incremental,
+                                           store)
+                continue
             if incremental or seeds is not None:  # what is new
-                changes[head] = (gained[head], set())
+                changes[head] = (gained[head], set())  # type: ignore[assignment]
                 continue
             rows = self._fetch(tables[head], types[head])  # derived and asserted
             stored = store.rows(head)
@@ -588,6 +691,94 @@ class VectorStrata:
         if reads & self.events:  # events are gone next step: afresh then
             self.forget(stratum, store)
         return changes
+
+    def _recursive(self, rules: list[p.RulePlan], heads: list[str], translate: Translator,
+                   cap: int) -> bool:
+        """Evaluate the stratum afresh as one recursive query of DuckDB's (``WITH
+        RECURSIVE ... UNION``: semi-naive over one head, its seen rows kept in one hash
+        table, several times faster than rounds of anti-joins), when it is one head with
+        one linear rule whose recursive plan makes no new values (so that it ends, as the
+        rounds would: every row it can derive is made of values already there); False
+        when it is not, having done nothing."""
+        if len(heads) != 1:
+            return False
+        (head,) = heads
+        recursive = [(rule, trigger) for rule in rules for trigger in rule.triggers
+                     if trigger.relation == head]
+        if len(recursive) != 1:
+            return False
+        rule, trigger = recursive[0]
+        plan = trigger.insert
+        if trigger.negated or sum(t.relation == head for t in rule.triggers) != 1 or any(
+                isinstance(op, p.Let) for op in plan.operators) or not all(
+                isinstance(term, (p.Var, p.Const)) for term in plan.project.terms):
+            return False
+        base = []
+        for each in rules:
+            if each.start is not None:
+                base.append(translate.select(each.start))
+            first = next((t for t in each.triggers if not t.negated), None)
+            if each is not rule and first is not None:
+                base.append(translate.select(first.insert))
+        tables, types = translate.tables, translate.types
+        if types[head] is not None:  # its asserted rows
+            base.append((f"SELECT * FROM {tables[head]}", types[head]))
+        found = [query for query in base if query is not None]
+        if not found:
+            return False
+        kinds = found[0][1]
+        if any(other != kinds for _, other in found):
+            return False  # (the rounds say which types clash)
+        asserted = types[head] is not None
+        types[head] = kinds  # (the recursive plan's driver is the query's own rows)
+        step = translate.select(plan, "r")
+        if step is None or step[1] != kinds:
+            types[head] = kinds if asserted else None
+            return False
+        names = ", ".join(f"c{i}" for i in range(len(kinds)))
+        anchor = " UNION ALL ".join(f"({query})" for query, _ in found)
+        table = self._fresh()
+        ((count,),) = self.con.execute(
+            f"CREATE TEMP TABLE {table} AS WITH RECURSIVE r({names}) AS (SELECT * FROM "
+            f"({anchor}) UNION {step[0]}) SELECT * FROM r").fetchall()
+        before = tables[head]
+        tables[head] = table
+        self._drop([before])
+        self.recursive += 1
+        if count > cap:
+            raise Unsupported("more rows than a step may derive (the local backend reports "
+                              "it)")
+        return True
+
+    def _held(self, head: str, table: str, gained: set[Row] | int, incremental: bool,
+              store: Any) -> Held:
+        """``head`` is held in ``table`` now (journaled): how many rows it gained and
+        lost, from the rows it held, or the store did, before."""
+        con = self.con
+        old = self._holding.get(head)
+        if old is None and store.rows(head):  # the store's rows until now
+            kinds, arrow = columns(store.rows(head), self.arity[head])
+            old = self._create(kinds)  # type: ignore[arg-type]
+            self._insert(old, arrow)
+        if incremental:  # (rows when it was not held as the evaluation started)
+            added, removed = gained if isinstance(gained, int) else len(gained), 0
+        elif old is None:
+            added, removed = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0], 0
+        else:
+            added, removed = (con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT "
+                                          f"SELECT * FROM {b})").fetchone()[0]
+                              for a, b in ((table, old), (old, table)))
+        if old is not None:
+            self._started.setdefault(head, old)
+            self._stale.add(old)
+        count = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        self._set_holding(head, table, count, store)
+        return Held(added, removed)  # type: ignore[arg-type]
+
+    def _copy(self, table: str) -> str:
+        copy = self._fresh()
+        self.con.execute(f"CREATE TEMP TABLE {copy} AS SELECT * FROM {table}")
+        return copy
 
     def _fetch(self, table: str, types: Types | None) -> set[Row]:
         if types is None:
@@ -597,12 +788,14 @@ class VectorStrata:
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
                 translate: Translator, max_rounds: int, cap: int, gain: bool,
-                ) -> dict[str, set[Row]]:
+                ) -> dict[str, set[Row] | int]:
         """Semi-naive rounds from ``queries`` (reading ``delta``, the tables of new rows)
-        until nothing is new: with ``gain``, each head's new rows. The tables of new rows
-        are dropped as the rounds go (``delta`` holds those left)."""
+        until nothing is new: with ``gain``, each head's new rows (how many, for a head
+        held here). The tables of new rows are dropped as the rounds go (``delta`` holds
+        those left)."""
         tables, types = translate.tables, translate.types
         gained: dict[str, str] = {}  # head -> a table of every row it gained
+        counts = dict.fromkeys(heads, 0)
         count = 0
         try:
             for _ in range(max_rounds + 1):  # the last finds nothing new
@@ -616,10 +809,11 @@ class VectorStrata:
                         if new:
                             delta[head] = table
                             count += new
+                            counts[head] += new
                             if gain and head in gained:
                                 self.con.execute(
                                     f"INSERT INTO {gained[head]} SELECT * FROM {table}")
-                            elif gain:
+                            elif gain and head not in self._holding:
                                 gained[head] = self._fresh()
                                 self.con.execute(f"CREATE TEMP TABLE {gained[head]} AS "
                                                  f"SELECT * FROM {table}")
@@ -637,7 +831,8 @@ class VectorStrata:
             else:
                 raise Unsupported("more rounds than a step may take (the local backend "
                                   "reports it)")
-            return {head: self._fetch(gained[head], types[head]) if head in gained else set()
+            return {head: counts[head] if head in self._holding else
+                    self._fetch(gained[head], types[head]) if head in gained else set()
                     for head in heads}
         finally:
             self._drop(gained.values())
@@ -679,9 +874,10 @@ class VectorStrata:
         new = self._fresh()
         union = " UNION ALL ".join(f"({query})" for query, _ in queries)
         test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(kinds)))
+        distinct = "DISTINCT " if len(queries) > 1 else ""  # (each query's rows are)
         ((count,),) = con.execute(  # (DuckDB answers how many rows it wrote)
-            f"CREATE TEMP TABLE {new} AS SELECT DISTINCT * FROM ({union}) AS n "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {table} AS t WHERE {test})").fetchall()
+            f"CREATE TEMP TABLE {new} AS SELECT {distinct}n.* FROM ({union}) AS n "
+            f"ANTI JOIN {table} AS t ON {test}").fetchall()
         if count:
             con.execute(f"INSERT INTO {table} SELECT * FROM {new}")
         return new, count
@@ -715,8 +911,8 @@ class VectorStrata:
         new = self._create(found)
         self._insert(new, arrow)
         test = " AND ".join(f"t.c{i} = n.c{i}" for i in range(len(found)))
-        self.con.execute(f"INSERT INTO {tables[name]} SELECT * FROM {new} AS n WHERE NOT "
-                         f"EXISTS (SELECT 1 FROM {tables[name]} AS t WHERE {test})")
+        self.con.execute(f"INSERT INTO {tables[name]} SELECT n.* FROM {new} AS n ANTI JOIN "
+                         f"{tables[name]} AS t ON {test}")
         return new
 
     def _insert(self, table: str, arrow: Any) -> None:
