@@ -228,9 +228,12 @@ class Translator:
     """A plan as one SQL ``SELECT DISTINCT`` over the stratum's tables: ``tables`` maps a
     relation to its table, ``types`` to its column types (None: no rows)."""
 
-    def __init__(self, tables: Mapping[str, str], types: Mapping[str, Types | None]) -> None:
+    def __init__(self, tables: Mapping[str, str], types: Mapping[str, Types | None],
+                 arity: Mapping[str, int] | None = None) -> None:
         self.tables = tables
         self.types = types
+        self.arity = arity or {}
+        self.checking = False  # see ``check``
 
     def select(self, plan: p.Plan, driver: str | None = None,
                ) -> tuple[str, Types] | None:
@@ -242,11 +245,26 @@ class Translator:
         except _Empty:
             return None
 
+    def check(self, plan: p.Plan, seed: Types | None = None) -> None:
+        """Unsupported when the local backend could fail on ``plan`` with these types (a
+        comparison, or arithmetic, of values of two types), wherever its bindings come
+        from: a relation without rows has columns of no type yet, which fail nothing.
+        ``seed``: the types of the columns a Seed driver takes its values from."""
+        self.checking, self.seed = True, seed
+        try:
+            self._select(plan, "")
+        finally:
+            self.checking = False
+
     def _select(self, plan: p.Plan, driver: str | None) -> tuple[str, Types]:
         names: dict[str, tuple[str, str]] = {}  # variable -> SQL, type
         where: list[str] = []
         counter = itertools.count()
         match plan.driver:
+            case p.Seed(vars=seeded, columns=columns) if self.checking:
+                sources = []
+                names.update((var, ("s", self.seed[column] if self.seed else None))
+                             for var, column in zip(seeded, columns, strict=True))
             case p.Scan(relation=relation, binds=binds, checks=checks):
                 types = self._types(relation)
                 sources = [f"{driver or self.tables[relation]} AS a0"]
@@ -275,7 +293,7 @@ class Translator:
                     sources.append(f"JOIN {self.tables[relation]} AS {alias} ON "
                                    + (" AND ".join(tests) or "TRUE"))
                 case p.AntiJoin(relation=relation, key=key, key_terms=terms):
-                    if self.types.get(relation) is None:
+                    if self.types.get(relation) is None and not self.checking:
                         continue  # nothing to exclude
                     alias = f"a{next(counter)}"
                     types = self._types(relation)
@@ -299,6 +317,8 @@ class Translator:
 
     def _types(self, relation: str) -> Types:
         types = self.types.get(relation)
+        if types is None and self.checking:
+            return (None,) * self.arity[relation]  # type: ignore[return-value]
         if types is None:
             raise _Empty
         return types
@@ -311,11 +331,13 @@ class Translator:
                 return _literal(value)
             case p.Negate(operand=operand):
                 text, kind = self.expr(operand, names)
-                if kind != "BIGINT":
+                if kind not in ("BIGINT", None):
                     raise Unsupported(f"negating a {_NAMES[kind]} value")
                 return f"(- {text})", kind
             case p.Arith(op=op, left=left, right=right):
                 (a, ta), (b, tb) = self.expr(left, names), self.expr(right, names)
+                if ta is None or tb is None:  # (no rows: nothing to fail on)
+                    return f"({a} {op} {b})", ta or tb
                 if ta == tb == "VARCHAR" and op == "+":
                     return f"({a} || {b})", ta
                 if ta == tb == "BIGINT" and op in ("+", "-", "*"):
@@ -330,6 +352,8 @@ class Translator:
     @staticmethod
     def _compare(op: str, left: tuple[str, str], right: tuple[str, str]) -> str:
         (a, ta), (b, tb) = left, right
+        if ta is None or tb is None:  # (no rows: nothing to compare)
+            return "TRUE"
         if ta != tb:  # values of two types are never equal; their order is not SQL's
             if op in ("==", "!="):
                 return "FALSE" if op == "==" else "TRUE"
@@ -372,12 +396,12 @@ class VectorStrata:
         self._tables: dict[int, list[str]] = {}  # stratum -> the tables its size counts
         self._arrived: set[str] = set()  # what moved to DuckDB in this step
         self.arity = {name: rel.arity for name, rel in relations.items()}
-        self.events = {name for name, rel in relations.items() if rel.event}
         self.local: dict[int, str] = {}  # stratum -> why it last ran locally
         self.local_rules: dict[int, str] = {}  # (aggregate rules: always local)
         self.resident: dict[int, _Resident] = {}
         self.incremental = 0  # evaluations that continued from resident tables
         self.recursive = 0  # evaluations afresh as one recursive query
+        self._checked: set[tuple] = set()  # (stratum, types) whose plans fail on nothing
         # relations held in DuckDB (their rows never cross to Python; the store released
         # them) -> how many rows, and their tables; see ``holdable``
         self.held: dict[str, int] = {}
@@ -499,6 +523,8 @@ class VectorStrata:
         store.take_back(relation, rows)
         self._stale.add(self._holding[relation])
         self._set_holding(relation, None, None, store)
+        # its stratum starts afresh: its table is kept as it is, for a rollback
+        self._discard(self._holdable[relation])  # type: ignore[index]
 
     def collect(self, relation: str) -> set[Row]:
         """A held relation's rows, in Python."""
@@ -641,9 +667,8 @@ class VectorStrata:
         delta: dict[str, str] = {}  # relation -> the table of its new rows this round
         try:
             if incremental:
-                self.incremental += 1
                 for head in hold:  # a held table is never changed in place (rollbacks)
-                    if tables[head] == self._holding.get(head):
+                    if tables[head] == self._holding.get(head) or tables[head] in self._stale:
                         tables[head] = self._copy(tables[head])
                 for name in (*names, *heads):
                     if plus.get(name):
@@ -659,7 +684,8 @@ class VectorStrata:
                         kinds, arrow = columns(rows, self.arity[name], types[name])
                         delta[name] = self._create(kinds)  # type: ignore[arg-type]
                         self._insert(delta[name], arrow)
-            translate = Translator(tables, types)
+            translate = Translator(tables, types, self.arity)
+            self._check(stratum, rules, translate)
             queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
             if incremental or seeds is not None:
                 self._triggered(rules, delta, translate, queries)
@@ -676,6 +702,7 @@ class VectorStrata:
                                   incremental or seeds is not None)
         finally:
             self._drop(delta.values())
+        self.incremental += incremental
         changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
         for head in heads:
             if head in hold:
@@ -688,9 +715,20 @@ class VectorStrata:
             rows = self._fetch(tables[head], types[head])  # derived and asserted
             stored = store.rows(head)
             changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
-        if reads & self.events:  # events are gone next step: afresh then
-            self.forget(stratum, store)
         return changes
+
+    def _check(self, stratum: int, rules: list[p.RulePlan], translate: Translator) -> None:
+        """Unsupported when a plan the local backend could run in this step could fail on
+        values of these types (the local backend then reports it, as E301): DuckDB runs
+        fewer plans, and would miss it. Once for each set of types."""
+        types = translate.types
+        key = (stratum, tuple(sorted(types.items())))
+        if key in self._checked:
+            return
+        for rule in rules:
+            for _, plan in rule.plans():
+                translate.check(plan, types.get(rule.head))
+        self._checked.add(key)
 
     def _recursive(self, rules: list[p.RulePlan], heads: list[str], translate: Translator,
                    cap: int) -> bool:
@@ -760,10 +798,12 @@ class VectorStrata:
             kinds, arrow = columns(store.rows(head), self.arity[head])
             old = self._create(kinds)  # type: ignore[arg-type]
             self._insert(old, arrow)
+        count = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        before = con.execute(f"SELECT count(*) FROM {old}").fetchone()[0] if old else 0
         if incremental:  # (rows when it was not held as the evaluation started)
             added, removed = gained if isinstance(gained, int) else len(gained), 0
-        elif old is None:
-            added, removed = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0], 0
+        elif not (count and before) or self._types(table) != self._types(old):  # type: ignore[arg-type]
+            added, removed = count, before  # (values of two types are never equal)
         else:
             added, removed = (con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT "
                                           f"SELECT * FROM {b})").fetchone()[0]
@@ -771,7 +811,6 @@ class VectorStrata:
         if old is not None:
             self._started.setdefault(head, old)
             self._stale.add(old)
-        count = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         self._set_holding(head, table, count, store)
         return Held(added, removed)  # type: ignore[arg-type]
 
