@@ -61,7 +61,10 @@ def connect() -> Any:
         raise VectorUnavailable(
             f"the vector backend needs DuckDB and pyarrow ({error.name} is not installed): "
             "pip install 'overlog[vector]'") from None
-    return duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:")
+    # rows are sets: the order they were written in need not be kept (faster writes)
+    con.execute("SET preserve_insertion_order = false")
+    return con
 
 
 # -- what DuckDB can run -----------------------------------------------------------------------
@@ -235,13 +238,14 @@ class Translator:
         self.arity = arity or {}
         self.checking = False  # see ``check``
 
-    def select(self, plan: p.Plan, driver: str | None = None,
+    def select(self, plan: p.Plan, driver: str | None = None, distinct: bool = True,
                ) -> tuple[str, Types] | None:
-        """The SQL giving ``plan``'s output rows, and their types, with ``driver`` the table
-        of its seed rows (a Scan's; the relation's own table by default); None when it has
-        none (it reads a relation without rows)."""
+        """The SQL giving ``plan``'s output rows (without duplicates, unless not
+        ``distinct``), and their types, with ``driver`` the table of its seed rows (a
+        Scan's; the relation's own table by default); None when it has none (it reads a
+        relation without rows)."""
         try:
-            return self._select(plan, driver)
+            return self._select(plan, driver, distinct)
         except _Empty:
             return None
 
@@ -256,7 +260,8 @@ class Translator:
         finally:
             self.checking = False
 
-    def _select(self, plan: p.Plan, driver: str | None) -> tuple[str, Types]:
+    def _select(self, plan: p.Plan, driver: str | None,
+                distinct: bool = True) -> tuple[str, Types]:
         names: dict[str, tuple[str, str]] = {}  # variable -> SQL, type
         where: list[str] = []
         counter = itertools.count()
@@ -308,8 +313,8 @@ class Translator:
                 case p.Let(var=var, expr=expr):
                     names[var] = self.expr(expr, names)
         outputs = [self.expr(term, names) for term in plan.project.terms]
-        text = ("SELECT DISTINCT " + ", ".join(f"{sql} AS c{i}"
-                                             for i, (sql, _) in enumerate(outputs))
+        text = (("SELECT DISTINCT " if distinct else "SELECT ")
+                + ", ".join(f"{sql} AS c{i}" for i, (sql, _) in enumerate(outputs))
                 + " FROM " + " ".join(sources))
         if where:
             text += " WHERE " + " AND ".join(where)
@@ -769,7 +774,7 @@ class VectorStrata:
             return False  # (the rounds say which types clash)
         asserted = types[head] is not None
         types[head] = kinds  # (the recursive plan's driver is the query's own rows)
-        step = translate.select(plan, "r")
+        step = translate.select(plan, "r", distinct=False)  # (UNION keeps rows once)
         if step is None or step[1] != kinds:
             types[head] = kinds if asserted else None
             return False
