@@ -2,19 +2,22 @@
 
 A stratum of view rules runs its whole semi-naive loop as SQL over DuckDB tables (``--backend
 vector``), with the local backend's meaning: every plan of the IR becomes one ``SELECT``
-(joins, anti-joins as ``NOT EXISTS``, filters, assignments inlined), each round keeps the
+(joins, ``notin`` as ``NOT EXISTS``, filters, assignments inlined), each round keeps the
 candidate rows not derived before (an anti-join with the head's table), and only the new rows
-cross back to Python, where the store keeps them as it keeps the local backend's. The tables
-a stratum reads and writes stay in DuckDB between steps (``resident``): a step that only adds
-rows continues from them, semi-naive; one that removes rows, or changes a negated relation,
-evaluates the stratum afresh.
+cross back to Python, where the store keeps them as it keeps the local backend's. A linear
+stratum evaluated afresh is one ``WITH RECURSIVE`` query instead (``_recursive``). The
+tables a stratum reads and writes stay in DuckDB between steps (``resident``): a step that
+only adds rows continues from them, semi-naive; one that removes rows, or changes a negated
+relation, evaluates the stratum afresh. With ``--backend vector``, a head no other stratum
+reads never crosses back at all: it is held in DuckDB (``holdable``, ``held``).
 
 What DuckDB cannot evaluate with the local meaning runs on the local backend instead, its
 reason kept in ``local`` (by stratum): whatever the data (``static_reason``: functions, lists,
 division, aggregates, keyed heads, recursive min/max), or for these rows (``Unsupported``:
 nulls, a column of mixed types, ints past 64 bits, -0.0, comparing an int with a float,
-whose tie order Overlog defines). An error inside DuckDB (an overflow) also sends the stratum
-to the local backend, which reports it as it reports its own.
+whose tie order Overlog defines; a plan the local backend could fail on with these types,
+``_check``). An error inside DuckDB (an overflow) also sends the stratum to the local
+backend, which reports it as it reports its own.
 
 Values cross as Arrow columns (pyarrow) into DuckDB and as Python tuples back; floats come
 back as the engine's floats (``IntFloat`` when integral), booleans as ``Bool``.
@@ -36,7 +39,6 @@ from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal
 
 Row = tuple
-_LONG = (-(2**63), 2**63 - 1)
 _TYPES = {int: "BIGINT", float: "DOUBLE", IntFloat: "DOUBLE", str: "VARCHAR",
           Bool: "BOOLEAN"}
 _NAMES = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "string", "BOOLEAN": "boolean"}
@@ -56,10 +58,12 @@ def connect() -> Any:
     """A new in-memory DuckDB database (raises VectorUnavailable with what to install)."""
     try:
         import duckdb
-        import pyarrow  # noqa: F401  (rows cross into DuckDB as Arrow)
+        import numpy  # noqa: F401  (rows cross into DuckDB as Arrow built from numpy)
+        import pyarrow  # noqa: F401
     except ImportError as error:
         raise VectorUnavailable(
-            f"the vector backend needs DuckDB and pyarrow ({error.name} is not installed): "
+            f"the vector backend needs DuckDB, pyarrow and numpy ({error.name} is not "
+            "installed): "
             "pip install 'overlog[vector]'") from None
     con = duckdb.connect(":memory:")
     # rows are sets: the order they were written in need not be kept (faster writes)

@@ -156,8 +156,8 @@ def test_without_duckdb_the_cli_says_what_to_install(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(builtins, "__import__", without)
     with pytest.raises(vector.VectorUnavailable) as caught:
         vector.connect()
-    assert str(caught.value) == ("the vector backend needs DuckDB and pyarrow (duckdb is not "
-                                 "installed): pip install 'overlog[vector]'")
+    assert str(caught.value) == ("the vector backend needs DuckDB, pyarrow and numpy (duckdb "
+                                 "is not installed): pip install 'overlog[vector]'")
 
 
 @pytest.mark.parametrize(("program", "steps"), [*ALIKE,
@@ -245,8 +245,8 @@ def test_auto_without_duckdb_runs_locally_and_says_so(tmp_path: Path) -> None:
                                   env=env, cwd=ROOT, timeout=120)
                    for args in (["--vector-threshold", "0"], ["--backend", "local"]))
     assert (done.returncode, done.stdout, done.stderr) == (
-        0, local.stdout, "overlog: note: running locally: the vector backend needs DuckDB "
-        "and pyarrow (duckdb is not installed): pip install 'overlog[vector]'\n")
+        0, local.stdout, "overlog: note: running locally: the vector backend needs DuckDB, "
+        "pyarrow and numpy (duckdb is not installed): pip install 'overlog[vector]'\n")
 
 
 def test_no_table_is_left_behind() -> None:
