@@ -228,6 +228,31 @@ class Plan:
     aggregate: Aggregate | None = None
 
 
+def plan_relations(plan: Plan) -> set[str]:
+    """The relations a plan reads (its driver's and its joins' and anti-joins')."""
+    found = {plan.driver.relation} if isinstance(plan.driver, Scan) else set()
+    return found | {op.relation for op in plan.operators if isinstance(op, (Join, AntiJoin))}
+
+
+def plan_exprs(plan: Plan) -> list[Expr]:
+    """Every expression a plan evaluates: its projection, checks, join keys, filters and
+    assignments."""
+    found: list[Expr] = list(plan.project.terms)
+    if isinstance(plan.driver, Scan):
+        found += [expr for _, expr in plan.driver.checks]
+    for op in plan.operators:
+        match op:
+            case Join(key_terms=terms, checks=checks):
+                found += [*terms, *(expr for _, expr in checks)]
+            case AntiJoin(key_terms=terms):
+                found += terms
+            case Filter(left=left, right=right):
+                found += [left, right]
+            case Let(expr=expr):
+                found.append(expr)
+    return found
+
+
 # -- rules and the program -----------------------------------------------------------------
 
 

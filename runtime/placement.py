@@ -2,7 +2,8 @@
 "Placement"). Below the vector threshold it runs locally; from it, in DuckDB (when DuckDB
 can run it and is installed); from the Spark threshold, on Spark (when Spark can run it and
 starts). Each offload decides for itself from the stratum's tables (Spark's threshold is the
-higher one), Spark first; whichever ran says its ``name``."""
+higher one), Spark first; whichever ran says its ``name``. Also what both offloads share:
+which view rules of a stratum either may take (``stratum_views``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,20 @@ if TYPE_CHECKING:
     from overlog.runtime.vector import VectorStrata
 
 Row = tuple
+RECURSIVE = "a recursive min/max runs on the local backend"
+
+
+def stratum_views(plan: p.ProgramPlan, index: int) -> tuple[list[p.RulePlan], str | None]:
+    """A stratum's view rules (those Spark or DuckDB may take), and why none of them may go
+    whatever the backend (None: they may): a recursive min/max, or a head an aggregate also
+    writes."""
+    rules = [plan.rules[i] for i in plan.strata[index].rules]
+    views = [r for r in rules if not r.head_event and r.aggregation is None]
+    if views and plan.strata[index].monotone:
+        return views, RECURSIVE
+    if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
+        return views, "a head that an aggregate also writes"
+    return views, None
 
 
 class Placement:

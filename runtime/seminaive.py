@@ -568,8 +568,7 @@ class Fixpoint:
         for head, change in found.items():
             if isinstance(change, Held):  # its rows stay there
                 store.release(head)
-                if change.added:
-                    self.firings[label] += change.added
+                self.firings[label] += change.added  # (0 too: it says where it ran)
                 self.held[head] = change
                 continue
             new, old = change

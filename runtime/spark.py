@@ -41,6 +41,7 @@ from overlog.runtime.backend import FrameInput, InputFailure
 # with --backend auto, a stratum moves to Spark once the tables it reads and writes hold
 # THRESHOLD rows (a quarter of the machine's memory as local rows)
 from overlog.runtime.memory import THRESHOLD
+from overlog.runtime.placement import RECURSIVE, stratum_views
 from overlog.runtime.seminaive import Fixpoint, Held
 from overlog.values import Bool, IntFloat, internal_row
 
@@ -229,10 +230,10 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
             if isinstance(plan.driver, p.Seed) and plan is not rule.rederive and (
                     aggregation is None or plan is not aggregation.groups):
                 return "a plan seeded with bindings"
-            for relation in {rule.head, *_relations(plan)}:
+            for relation in {rule.head, *p.plan_relations(plan)}:
                 if arity[relation] == 0:
                     return f"`{relation}` has no fields"
-            for expr in _exprs(plan):
+            for expr in p.plan_exprs(plan):
                 for call in p.expr_calls(expr):
                     if call.function in user:
                         if return_type(user[call.function]) is None:
@@ -261,20 +262,12 @@ def return_type(fn: Callable) -> str | None:
     return found.get(kinds.pop()) if len(kinds) == 1 else None
 
 
-RECURSIVE = "a recursive min/max runs on the local backend"
-
-
 def stratum_reason(plan: p.ProgramPlan, index: int,
                    user: Mapping[str, Callable] | None = None) -> str | None:
     """Why a stratum's view rules never run on Spark (None: they may, or it has none)."""
-    rules = [plan.rules[i] for i in plan.strata[index].rules]
-    views = [r for r in rules if not r.head_event and r.aggregation is None]
-    if not views:
-        return None
-    if plan.strata[index].monotone:
-        return RECURSIVE
-    if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
-        return "a head that an aggregate also writes"
+    views, reason = stratum_views(plan, index)
+    if not views or reason is not None:
+        return reason
     return static_reason(views, {name: rel.arity for name, rel in plan.relations.items()},
                          user)
 
@@ -293,7 +286,7 @@ def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
                  if not rule.head_event and rule.stratum is not None)
     readers: dict[str, set[int | None]] = {}
     for rule in plan.rules:
-        reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
+        reads = set().union(*(p.plan_relations(plan) for _, plan in rule.plans()))
         for name in reads:
             readers.setdefault(name, set()).add(rule.stratum)
         if (rule.kind != "view" or rule.deferred or rule.head_event
@@ -342,21 +335,6 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
     return notes
 
 
-def _exprs(plan: p.Plan) -> list[p.Expr]:
-    found: list[p.Expr] = list(plan.project.terms)
-    if isinstance(plan.driver, p.Scan):
-        found += [expr for _, expr in plan.driver.checks]
-    for op in plan.operators:
-        match op:
-            case p.Join(key_terms=terms, checks=checks):
-                found += [*terms, *(expr for _, expr in checks)]
-            case p.AntiJoin(key_terms=terms):
-                found += terms
-            case p.Filter(left=left, right=right):
-                found += [left, right]
-            case p.Let(expr=expr):
-                found.append(expr)
-    return found
 
 
 def _has_list(expr: p.Expr) -> bool:
@@ -780,9 +758,6 @@ def _compact(frame: DataFrame, partitions: int) -> DataFrame:
     return frame.coalesce(partitions).localCheckpoint(eager=True)
 
 
-def _relations(plan: p.Plan) -> set[str]:
-    found = {plan.driver.relation} if isinstance(plan.driver, p.Scan) else set()
-    return found | {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
 
 
 def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
@@ -1223,7 +1198,7 @@ class SparkStrata:
         names = self._tables.get(label)
         if names is None:
             names = self._tables[label] = sorted({rule.head for rule in rules}.union(
-                *(_relations(plan) for rule in rules for _, plan in rule.plans())))
+                *(p.plan_relations(plan) for rule in rules for _, plan in rule.plans())))
         size = sum(self.size(name, store) for name in names)
         if label in self.moved:  # back once its tables shrink to a quarter of it
             if size >= threshold // 4 or label in self._arrived:
@@ -1279,7 +1254,7 @@ class SparkStrata:
                 self._changed.pop(name, None)
                 self._set_held(name, None, store)
         rules = [self.plan.rules[i] for i in self.plan.strata[stratum].rules]
-        self._unhold_all(set().union(*(_relations(plan) for rule in rules
+        self._unhold_all(set().union(*(p.plan_relations(plan) for rule in rules
                                        for _, plan in rule.plans())), store)
         self._keep(stratum, None, store)
 
@@ -1372,7 +1347,7 @@ class SparkStrata:
         rows, and if they changed, its new rows (None: rows also went) and its rows before."""
         stratum = rules[0].stratum
         heads = sorted({rule.head for rule in rules})
-        reads = set().union(*(_relations(plan) for rule in rules for _, plan in rule.plans()))
+        reads = set().union(*(p.plan_relations(plan) for rule in rules for _, plan in rule.plans()))
         names = sorted(reads - set(heads))
         negated = {t.relation for rule in rules for t in rule.triggers if t.negated}
         before = self.resident.get(stratum)  # type: ignore[arg-type]
@@ -1647,7 +1622,7 @@ class SparkStrata:
 
         aggregation = rule.aggregation
         assert aggregation is not None
-        reads = set().union(*(_relations(plan) for _, plan in rule.plans()))
+        reads = set().union(*(p.plan_relations(plan) for _, plan in rule.plans()))
         frames = {name: frame_of(spark, store.rows(name), self.arity[name])
                   for name in sorted(reads)}
         translate = Translator(spark, self._udf, self.now)

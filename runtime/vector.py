@@ -35,6 +35,7 @@ from typing import Any
 from overlog import plan as p
 from overlog.limits import recursion_room
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
+from overlog.runtime.placement import stratum_views
 from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal
 
@@ -42,7 +43,6 @@ Row = tuple
 _TYPES = {int: "BIGINT", float: "DOUBLE", IntFloat: "DOUBLE", str: "VARCHAR",
           Bool: "BOOLEAN"}
 _NAMES = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "string", "BOOLEAN": "boolean"}
-RECURSIVE = "a recursive min/max runs on the local backend"
 UNCAPPED = 2**62
 
 
@@ -76,14 +76,9 @@ def connect() -> Any:
 def static_reason(plan: p.ProgramPlan, index: int) -> str | None:
     """Why a stratum's view rules never run on DuckDB, whatever the data (None: they may, or
     it has none)."""
-    rules = [plan.rules[i] for i in plan.strata[index].rules]
-    views = [r for r in rules if not r.head_event and r.aggregation is None]
-    if not views:
-        return None
-    if plan.strata[index].monotone:
-        return RECURSIVE
-    if {r.head for r in views} & {r.head for r in rules if r.aggregation is not None}:
-        return "a head that an aggregate also writes"
+    views, reason = stratum_views(plan, index)
+    if not views or reason is not None:
+        return reason
     relations = plan.relations
     for rule in views:
         head = relations[rule.head]
@@ -92,10 +87,10 @@ def static_reason(plan: p.ProgramPlan, index: int) -> str | None:
         for _, each in rule.plans():
             if isinstance(each.driver, p.Seed) and each is not rule.rederive:
                 return "a plan seeded with bindings"
-            for name in {rule.head, *_relations(each)}:
+            for name in {rule.head, *p.plan_relations(each)}:
                 if relations[name].arity == 0:
                     return f"`{name}` has no fields"
-            for expr in _exprs(each):
+            for expr in p.plan_exprs(each):
                 reason = _expr_reason(expr)
                 if reason is not None:
                     return reason
@@ -119,28 +114,8 @@ def _expr_reason(expr: p.Expr) -> str | None:
     return None
 
 
-def _relations(plan: p.Plan) -> set[str]:
-    found = {op.relation for op in plan.operators if isinstance(op, (p.Join, p.AntiJoin))}
-    if isinstance(plan.driver, p.Scan):
-        found.add(plan.driver.relation)
-    return found
 
 
-def _exprs(plan: p.Plan) -> list[p.Expr]:
-    found: list[p.Expr] = list(plan.project.terms)
-    if isinstance(plan.driver, p.Scan):
-        found += [expr for _, expr in plan.driver.checks]
-    for op in plan.operators:
-        match op:
-            case p.Join(key_terms=terms, checks=checks):
-                found += [*terms, *(expr for _, expr in checks)]
-            case p.AntiJoin(key_terms=terms):
-                found += terms
-            case p.Filter(left=left, right=right):
-                found += [left, right]
-            case p.Let(expr=expr):
-                found.append(expr)
-    return found
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -472,7 +447,7 @@ class VectorStrata:
         names = self._tables.get(stratum)  # type: ignore[arg-type]
         if names is None:
             names = self._tables[stratum] = sorted({rule.head for rule in rules}.union(  # type: ignore[index]
-                *(_relations(each) for rule in rules for _, each in rule.plans())))
+                *(p.plan_relations(each) for rule in rules for _, each in rule.plans())))
         size = sum(len(store.rows(name)) for name in names)
         wanted = size >= threshold and work >= threshold // 16
         if wanted:
@@ -658,7 +633,7 @@ class VectorStrata:
         the store's tables and the heads' asserted rows, or, with ``seeds``, continuing
         from the store's tables with ``seeds`` (rows of them) as the new rows."""
         heads = sorted({rule.head for rule in rules})
-        reads = set().union(*(_relations(each) for rule in rules for _, each in rule.plans()))
+        reads = set().union(*(p.plan_relations(each) for rule in rules for _, each in rule.plans()))
         names = sorted(reads - set(heads))
         negated = {t.relation for rule in rules for t in rule.triggers if t.negated}
         before = self.resident.pop(stratum, None)
