@@ -94,9 +94,10 @@ class Engine(_engine.Engine):
     def dataframe(self, relation: str) -> Any:
         """A persistent relation's rows now, as a Spark DataFrame with columns c0, c1, ...
         (one Spark type a column): a stratum's table that stays in Spark as it is, any
-        other crossing as Arrow. Starts the Spark session (this engine's master and
-        settings) if it is not running; ValueError for a table Spark cannot hold as it is
-        (a column mixing types, a list, an int past 64 bits)."""
+        other crossing as Arrow (one held in DuckDB through Python). Starts the Spark
+        session (this engine's master and settings) if it is not running; ValueError for a
+        table Spark cannot hold as it is (a column mixing types, a list, an int past 64
+        bits)."""
         from overlog.runtime import spark
 
         rel = self._persistent(relation)
@@ -106,8 +107,11 @@ class Engine(_engine.Engine):
             if frame is not None:
                 return frame
         session = spark.session(*((strata.master, strata.conf) if strata else ()))
+        vector = self.vector  # (a relation held in DuckDB crosses through Python)
+        rows = vector.collect(relation) if vector and relation in vector.held else \
+            self.store.rows(relation)
         try:
-            return spark.frame_of(session, self.store.rows(relation), rel.arity)
+            return spark.frame_of(session, rows, rel.arity)
         except spark.Unsupported as why:
             raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: "
                              f"{why}") from None

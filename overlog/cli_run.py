@@ -447,7 +447,7 @@ def _trace(engine, report, err: TextIO) -> None:
     changes = [f"+{n} {name}" for name, n in report.counts("inserted").items()]
     changes += [f"-{n} {name}" for name, n in report.counts("deleted").items()]
     changes += [f"{n} {name} events" for name, n in report.counts("events").items()]
-    changes += [f"{sign}{n} {name} (in {_where(engine, name)})"
+    changes += [f"{sign}{n} {name} ({_where(engine, name)})"
                 for name, change in report.held.items()
                 for sign, n in zip("+-", change, strict=True) if n]
     print(f"trace: step {report.step} @{report.time:g}: "
@@ -456,8 +456,10 @@ def _trace(engine, report, err: TextIO) -> None:
 
 
 def _where(engine, relation: str) -> str:
+    """Where a relation the step's report counts as held is (a callback may have brought
+    it back since)."""
     holder = engine.holder(relation)
-    return holder.name if holder is not None else "Spark"  # (held there in the step)
+    return f"in {holder.name}" if holder is not None else "held"
 
 
 def _placement(engine, offload, said: set[str], err: TextIO, trace: bool) -> None:

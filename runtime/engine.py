@@ -234,11 +234,11 @@ class Engine:
                 raise ValueError(f"pattern has {len(pattern)} fields; `{relation}` has "
                                  f"{rel.arity}")
             pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
-        for offload in (self.spark, self.vector):
-            if offload is not None and not rel.event:  # its rows must come to Python
-                offload.keep_local(relation, self.store)
-            if not self._stepping or self._committed:  # (not undone by a later rollback)
-                self.store.commit()
+        offloads = [o for o in (self.spark, self.vector) if o is not None and not rel.event]
+        for offload in offloads:  # its rows must come to Python
+            offload.keep_local(relation, self.store)
+        if offloads and (not self._stepping or self._committed):  # (no later rollback)
+            self.store.commit()
         self.listeners.append(Listener(relation, pattern, callback, phase, op))
 
     registerListener = register_listener

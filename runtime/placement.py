@@ -3,15 +3,18 @@
 can run it and is installed); from the Spark threshold, on Spark (when Spark can run it and
 starts). Each offload decides for itself from the stratum's tables (Spark's threshold is the
 higher one), Spark first; whichever ran says its ``name``. Also what both offloads share:
-which view rules of a stratum either may take (``stratum_views``)."""
+which view rules of a stratum either may take (``stratum_views``), and which relations may
+live only there (``holdable``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from overlog import plan as p
+
 if TYPE_CHECKING:
-    from overlog import plan as p
     from overlog.runtime.spark import SparkStrata
     from overlog.runtime.vector import VectorStrata
 
@@ -32,13 +35,41 @@ def stratum_views(plan: p.ProgramPlan, index: int) -> tuple[list[p.RulePlan], st
     return views, None
 
 
+def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
+             ) -> tuple[dict[str, int | None], dict[str, set[int | None]]]:
+    """The relations that may live only in an offload (Spark, DuckDB), each with the stratum
+    deriving it (None: an input relation, derived by no rule): persistent, without keys or
+    soft state, derived only by view rules of a stratum that may run there (not in
+    ``never``) and reads no events, and read only by such rules; and, for every relation,
+    the strata reading it."""
+    relations = plan.relations
+    events = {name for name, rel in relations.items() if rel.event}
+    heads = {rule.head for rule in plan.rules}
+    found: dict[str, int | None] = {name: None for name in relations if name not in heads}
+    found.update((rule.head, rule.stratum) for rule in plan.rules
+                 if not rule.head_event and rule.stratum is not None)
+    readers: dict[str, set[int | None]] = {}
+    for rule in plan.rules:
+        reads = set().union(*(p.plan_relations(plan) for _, plan in rule.plans()))
+        for name in reads:
+            readers.setdefault(name, set()).add(rule.stratum)
+        if (rule.kind != "view" or rule.deferred or rule.head_event
+                or rule.aggregation is not None or rule.stratum in never or reads & events):
+            for name in {rule.head, *reads}:
+                found.pop(name, None)
+    return {name: stratum for name, stratum in found.items()
+            if (rel := relations.get(name)) and not rel.event and not rel.keyed
+            and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
+            and (stratum is not None or readers.get(name))}, readers
+
+
 class Placement:
     """An ``Offload`` (runtime/seminaive.py) over Spark's and DuckDB's (either may be None)."""
 
     def __init__(self, spark: SparkStrata | None, vector: VectorStrata | None) -> None:
         self.spark = spark
         self.vector = vector
-        self.name = "Spark"  # the offload that ran last
+        self.name = ""  # the offload that ran last (read after it ran)
 
     @property
     def held(self) -> Mapping[str, int]:
@@ -63,7 +94,7 @@ class Placement:
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int = 0) -> Any:
+                 cap: int) -> Any:
         stratum = rules[0].stratum
         if self.spark is not None:
             found = self.spark.evaluate(rules, store, max_rounds, plus, minus, cap)

@@ -266,12 +266,13 @@ class Limits:
 
 
 class _Moved(Exception):
-    """The views being evaluated move to the offload (see ``Fixpoint._views``), after a
-    round that added ``delta`` (relation -> its new rows)."""
+    """The views being evaluated move to the offload (see ``Fixpoint._views``), after
+    ``rounds`` rounds, the last of which added ``delta`` (relation -> its new rows)."""
 
-    def __init__(self, delta: dict[str, set[Row]]) -> None:
+    def __init__(self, delta: dict[str, set[Row]], rounds: int) -> None:
         super().__init__()
         self.delta = delta
+        self.rounds = rounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +320,7 @@ class Offload(Protocol):
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int = ...) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
 
     def forget(self, stratum: int, store: Any) -> None: ...
 
@@ -509,9 +510,7 @@ class Fixpoint:
             self._views_here(views, dict(plus), minus)
             return
         except _Moved as moved:
-            self.new_rows += sum(map(len, moved.delta.values()))  # (the round it ended)
-            self.budget.left = max(0, self.limits.max_tuples - self.new_rows)
-            if self._offloaded(views, plus, minus, moved.delta):
+            if self._offloaded(views, plus, minus, moved.delta, moved.rounds):
                 return
             self.store.rollback_to(mark)
             self.firings, self.new_rows, self.budget.left = saved
@@ -538,18 +537,18 @@ class Fixpoint:
             self._insert(views, plus, minus)
 
     def _offloaded(self, views: list[_Rule], plus: dict, minus: dict,
-                   delta: dict[str, set[Row]] | None = None) -> bool:
+                   delta: dict[str, set[Row]] | None = None, rounds: int = 0) -> bool:
         """Evaluate the views on the offload (Spark, DuckDB) and put what changed in the
-        store; with ``delta``, continuing from the store as it is, the last round here
-        having added ``delta``. False when the offload leaves the stratum to this
-        fixpoint."""
+        store; with ``delta``, continuing from the store as it is, after ``rounds`` rounds
+        here, the last of which added ``delta``. False when the offload leaves the stratum
+        to this fixpoint."""
         offload = self.offload
         assert offload is not None
         rules = [r.plan for r in views]
         found = (offload.evaluate(rules, self.store, self.limits.max_rounds, plus, minus,
                                   self.budget.left) if delta is None else
-                 offload.continues(rules, self.store, self.limits.max_rounds, delta,
-                                   self.budget.left))
+                 offload.continues(rules, self.store, self.limits.max_rounds - rounds,
+                                   delta, self.budget.left))
         if found is None:
             return False
         stratum = views[0].plan.stratum
@@ -1120,10 +1119,8 @@ class Fixpoint:
     def _within_limits(self, rounds: int, delta: dict[str, set[Row]],
                        rules: list[_Rule]) -> None:
         """After a round that added ``delta``: the step may go on, or it has run past a limit
-        (E307, naming the rule that added the most in the round)."""
-        if self._moving is not None and self.offload.moves(  # type: ignore[union-attr]
-                self._moving, self.store, sum(map(len, delta.values()))):
-            raise _Moved(delta)
+        (E307, naming the rule that added the most in the round); or, within them, the
+        stratum moves to the offload (``_Moved``)."""
         limits = self.limits
         self.new_rows += sum(map(len, delta.values()))
         self.budget.left = max(0, limits.max_tuples - self.new_rows)
@@ -1137,6 +1134,9 @@ class Fixpoint:
         if self.progress is not None:
             self.progress(rounds, self.new_rows, {n: len(rows) for n, rows in delta.items()})
         if problem is None:
+            if self._moving is not None and self.offload.moves(  # type: ignore[union-attr]
+                    self._moving, self.store, sum(map(len, delta.values()))):
+                raise _Moved(delta, rounds)
             return
         busiest = max(rules, key=lambda r: len(delta.get(r.head, ())))
         raise EvaluationError(

@@ -41,7 +41,7 @@ from overlog.runtime.backend import FrameInput, InputFailure
 # with --backend auto, a stratum moves to Spark once the tables it reads and writes hold
 # THRESHOLD rows (a quarter of the machine's memory as local rows)
 from overlog.runtime.memory import THRESHOLD
-from overlog.runtime.placement import RECURSIVE, stratum_views
+from overlog.runtime.placement import RECURSIVE, holdable, stratum_views
 from overlog.runtime.seminaive import Fixpoint, Held
 from overlog.values import Bool, IntFloat, internal_row
 
@@ -272,33 +272,6 @@ def stratum_reason(plan: p.ProgramPlan, index: int,
                          user)
 
 
-def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
-             ) -> tuple[dict[str, int | None], dict[str, set[int | None]]]:
-    """The relations that may live only in Spark, each with the stratum deriving it (None:
-    an input relation, derived by no rule): persistent, without keys or soft state, derived
-    only by view rules of a stratum that may run on Spark (not in ``never``) and reads no
-    events, and read only by such rules; and, for every relation, the strata reading it."""
-    relations = plan.relations
-    events = {name for name, rel in relations.items() if rel.event}
-    heads = {rule.head for rule in plan.rules}
-    found: dict[str, int | None] = {name: None for name in relations if name not in heads}
-    found.update((rule.head, rule.stratum) for rule in plan.rules
-                 if not rule.head_event and rule.stratum is not None)
-    readers: dict[str, set[int | None]] = {}
-    for rule in plan.rules:
-        reads = set().union(*(p.plan_relations(plan) for _, plan in rule.plans()))
-        for name in reads:
-            readers.setdefault(name, set()).add(rule.stratum)
-        if (rule.kind != "view" or rule.deferred or rule.head_event
-                or rule.aggregation is not None or rule.stratum in never or reads & events):
-            for name in {rule.head, *reads}:
-                found.pop(name, None)
-    return {name: stratum for name, stratum in found.items()
-            if (rel := relations.get(name)) and not rel.event and not rel.keyed
-            and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
-            and (stratum is not None or readers.get(name))}, readers
-
-
 def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
     """Where each stratum runs, as ``overlog explain`` says it: stratum -> lines (``auto:
     at N rows``: once the tables the rules read and write hold N rows), and which relations
@@ -333,8 +306,6 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
                 f"{name} lives only in Spark when loaded from a file or a Spark DataFrame "
                 f"(auto: of {threshold:,} rows), unless a listener reads it")
     return notes
-
-
 
 
 def _has_list(expr: p.Expr) -> bool:
@@ -758,8 +729,6 @@ def _compact(frame: DataFrame, partitions: int) -> DataFrame:
     return frame.coalesce(partitions).localCheckpoint(eager=True)
 
 
-
-
 def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
     """Frames of one relation with their column types made one (a column with only nulls
     takes the others' type; two types in a column keep the stratum local)."""
@@ -1161,7 +1130,7 @@ class SparkStrata:
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int = 0) -> dict[str, tuple[set[Row], set[Row]] | Held] | None:
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held] | None:
         """What the views' evaluation changes, given the step's changes so far (``plus``,
         ``minus``): each head's rows to add and rows no longer derived; or None: the
         stratum runs locally (see ``local``). The stratum's resident tables follow (back

@@ -33,9 +33,9 @@ from operator import itemgetter
 from typing import Any
 
 from overlog import plan as p
-from overlog.limits import recursion_room
+from overlog.limits import MAX_ROUNDS, recursion_room
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
-from overlog.runtime.placement import stratum_views
+from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Held
 from overlog.values import Bool, IntFloat, internal
 
@@ -43,7 +43,6 @@ Row = tuple
 _TYPES = {int: "BIGINT", float: "DOUBLE", IntFloat: "DOUBLE", str: "VARCHAR",
           Bool: "BOOLEAN"}
 _NAMES = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "string", "BOOLEAN": "boolean"}
-UNCAPPED = 2**62
 
 
 class VectorUnavailable(RuntimeError):
@@ -114,10 +113,6 @@ def _expr_reason(expr: p.Expr) -> str | None:
     return None
 
 
-
-
-
-
 # -- values ------------------------------------------------------------------------------------
 
 Types = tuple[str, ...]  # a relation's column types (DuckDB's); None: it holds no rows
@@ -186,7 +181,10 @@ def _literal(value: Any) -> tuple[str, str]:
     kind = _TYPES.get(value.__class__)
     if kind is None:
         raise Unsupported("a null" if value is None else "a list value")
-    columns([(value,)], 1)
+    if kind == "BIGINT" and not -(2**63) <= value < 2**63:
+        raise Unsupported("an int past 64 bits")
+    if kind == "DOUBLE" and not value and math.copysign(1, value) < 0:
+        raise Unsupported("-0.0")
     if kind == "BIGINT":
         return f"CAST({value} AS BIGINT)", kind
     if kind == "DOUBLE":
@@ -197,6 +195,10 @@ def _literal(value: Any) -> tuple[str, str]:
         return ("TRUE" if value else "FALSE"), kind
     if "\x00" in value:
         raise Unsupported("a string holding NUL")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unsupported("a string that is not Unicode text (a lone surrogate)") from None
     return "'" + value.replace("'", "''") + "'", kind
 
 
@@ -216,6 +218,7 @@ class Translator:
         self.types = types
         self.arity = arity or {}
         self.checking = False  # see ``check``
+        self.seed: Types | None = None
 
     def select(self, plan: p.Plan, driver: str | None = None, distinct: bool = True,
                ) -> tuple[str, Types] | None:
@@ -484,8 +487,6 @@ class VectorStrata:
         if self.threshold is not None:
             return {}
         if self._holdable is None:
-            from overlog.runtime.spark import holdable
-
             found, readers = holdable(self.plan, self.never)
             self._holdable = {name: stratum for name, stratum in found.items()
                               if stratum is not None and readers.get(name, set()) <= {stratum}}
@@ -499,12 +500,14 @@ class VectorStrata:
         if relation in self.held:
             self.unhold(relation, store)
 
-    def unhold(self, relation: str, store: Any) -> None:
-        """Put a held relation's rows back in the store, as they were when the step started
-        (journaled; not a change of the step)."""
-        table = self._started.get(relation, self._holding[relation])
-        rows = self._fetch(table, self._types(table))
-        store.take_back(relation, rows)
+    def unhold(self, relation: str, store: Any, undo: bool = False) -> None:
+        """Put a held relation's rows back in the store (journaled; not a change of the
+        step): as they are, or with ``undo``, as they were before this step's evaluation
+        (which the fixpoint did not take)."""
+        table = self._started.get(relation, self._holding[relation]) if undo else \
+            self._holding[relation]
+        if table is not None:  # (None: it was not held then, and the store has its rows)
+            store.take_back(relation, self._fetch(table, self._types(table)))
         self._stale.add(self._holding[relation])
         self._set_holding(relation, None, None, store)
         # its stratum starts afresh: its table is kept as it is, for a rollback
@@ -522,9 +525,9 @@ class VectorStrata:
         ``Engine.rows`` sorts them (one type a column)."""
         import pyarrow as pa
 
-        reader = self.con.sql(f"SELECT * FROM {self._holding[relation]} ORDER BY ALL")\
-            .fetch_arrow_reader(self.BATCH)
-        for batch in reader:
+        query = self.con.sql(f"SELECT * FROM {self._holding[relation]} ORDER BY ALL")
+        reader = getattr(query, "to_arrow_reader", None)  # (DuckDB 2; 1.x: the other)
+        for batch in (reader or query.fetch_arrow_reader)(self.BATCH):
             yield pa.Table.from_batches([batch])
 
     def _set_holding(self, relation: str, table: str | None, count: int | None,
@@ -557,7 +560,7 @@ class VectorStrata:
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int = UNCAPPED) -> dict[str, tuple[set[Row], set[Row]]] | None:
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:
         """What the views' evaluation changes, given the step's changes so far: each
         head's rows to add and rows no longer derived; or None: the stratum runs locally
         (see ``local``), which also happens past ``max_rounds`` rounds or ``cap`` new rows
@@ -573,7 +576,7 @@ class VectorStrata:
             stratum, rules, store, max_rounds, plus, minus, cap))
 
     def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
-                  delta: Mapping[str, set[Row]], cap: int = UNCAPPED,
+                  delta: Mapping[str, set[Row]], cap: int,
                   ) -> dict[str, tuple[set[Row], set[Row]]] | None:
         """After ``moves`` said yes in the middle of a step: the rows the views derive
         beyond the store's, from its tables as they are, the local rounds having derived
@@ -614,7 +617,7 @@ class VectorStrata:
         held heads come back to the store as they were when the step started."""
         for name, writer in self.holdable.items():
             if writer == stratum and name in self.held:
-                self.unhold(name, store)
+                self.unhold(name, store, undo=True)
         self._discard(stratum)
 
     def _discard(self, stratum: int) -> None:
@@ -673,7 +676,7 @@ class VectorStrata:
             queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
             if incremental or seeds is not None:
                 self._triggered(rules, delta, translate, queries)
-            elif self._recursive(rules, heads, translate, cap):
+            elif self._recursive(rules, heads, translate, max_rounds, cap):
                 pass  # one query did it all
             else:
                 for rule in rules:
@@ -715,14 +718,15 @@ class VectorStrata:
         self._checked.add(key)
 
     def _recursive(self, rules: list[p.RulePlan], heads: list[str], translate: Translator,
-                   cap: int) -> bool:
+                   max_rounds: int, cap: int) -> bool:
         """Evaluate the stratum afresh as one recursive query of DuckDB's (``WITH
         RECURSIVE ... UNION``: semi-naive over one head, its seen rows kept in one hash
         table, several times faster than rounds of anti-joins), when it is one head with
         one linear rule whose recursive plan makes no new values (so that it ends, as the
         rounds would: every row it can derive is made of values already there); False
-        when it is not, having done nothing."""
-        if len(heads) != 1:
+        when it is not, having done nothing. It cannot count its rounds: only with the
+        default round limit (docs/vector.md says what that leaves out)."""
+        if len(heads) != 1 or max_rounds < MAX_ROUNDS:  # (it cannot count its rounds)
             return False
         (head,) = heads
         recursive = [(rule, trigger) for rule in rules for trigger in rule.triggers
@@ -782,18 +786,18 @@ class VectorStrata:
             kinds, arrow = columns(store.rows(head), self.arity[head])
             old = self._create(kinds)  # type: ignore[arg-type]
             self._insert(old, arrow)
-        count = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        before = con.execute(f"SELECT count(*) FROM {old}").fetchone()[0] if old else 0
+        count = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        before = con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] if old else 0
         if incremental:  # (rows when it was not held as the evaluation started)
             added, removed = gained if isinstance(gained, int) else len(gained), 0
         elif not (count and before) or self._types(table) != self._types(old):  # type: ignore[arg-type]
             added, removed = count, before  # (values of two types are never equal)
         else:
             added, removed = (con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT "
-                                          f"SELECT * FROM {b})").fetchone()[0]
+                                          f"SELECT * FROM {b})").fetchall()[0][0]
                               for a, b in ((table, old), (old, table)))
+        self._started.setdefault(head, old if head in self.held else None)
         if old is not None:
-            self._started.setdefault(head, old)
             self._stale.add(old)
         self._set_holding(head, table, count, store)
         return Held(added, removed)  # type: ignore[arg-type]
@@ -825,10 +829,12 @@ class VectorStrata:
                 used = dict(delta)  # the tables the queries read: dropped once run
                 delta.clear()
                 try:
-                    for head, found in queries.items():
-                        if not found:
-                            continue
-                        table, new = self._round(head, found, tables, types)
+                    news = {head: self._round(head, found, tables, types)
+                            for head, found in queries.items() if found}
+                    for head, (table, new) in news.items():  # (no query saw another's)
+                        if new:
+                            self.con.execute(f"INSERT INTO {tables[head]} SELECT * FROM {table}")
+                    for head, (table, new) in news.items():
                         if new:
                             delta[head] = table
                             count += new
@@ -878,8 +884,8 @@ class VectorStrata:
 
     def _round(self, head: str, queries: list[tuple[str, Types]], tables: dict[str, str],
                types: dict[str, Types | None]) -> tuple[str, int]:
-        """The candidate rows of ``queries`` not in ``head`` yet, added to its table: a
-        table holding them, and how many."""
+        """The candidate rows of ``queries`` not in ``head`` yet: a table holding them, and
+        how many (the caller adds them to the head's table)."""
         con = self.con
         kinds = queries[0][1]
         known = types.get(head)
@@ -901,8 +907,6 @@ class VectorStrata:
         ((count,),) = con.execute(  # (DuckDB answers how many rows it wrote)
             f"CREATE TEMP TABLE {new} AS SELECT {distinct}n.* FROM ({union}) AS n "
             f"ANTI JOIN {table} AS t ON {test}").fetchall()
-        if count:
-            con.execute(f"INSERT INTO {table} SELECT * FROM {new}")
         return new, count
 
     def _create(self, kinds: Types) -> str:
@@ -923,7 +927,8 @@ class VectorStrata:
 
     def _new_rows(self, name: str, rows: set[Row], tables: dict[str, str],
                   types: dict[str, Types | None]) -> str:
-        """Add ``rows`` to ``name``'s table (those it lacks): a table holding them."""
+        """Add ``rows`` to ``name``'s table (those it lacks): a table holding all of
+        them."""
         known = types.get(name)
         found, arrow = columns(rows, self.arity[name], known)
         assert found is not None

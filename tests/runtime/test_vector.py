@@ -236,6 +236,12 @@ def test_auto_without_duckdb_runs_locally_and_says_so(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         0, local.stdout, "overlog: note: running locally: the vector backend needs DuckDB, "
         "pyarrow and numpy (duckdb is not installed): pip install 'overlog[vector]'\n")
+    asked = subprocess.run([sys.executable, "-m", "overlog", "run", "programs/tc.olg",
+                            "--backend", "vector"], capture_output=True, text=True, env=env,
+                           cwd=ROOT, timeout=120)
+    assert (asked.returncode, asked.stdout, asked.stderr) == (
+        2, "", "overlog: error: the vector backend needs DuckDB, pyarrow and numpy (duckdb is "
+        "not installed): pip install 'overlog[vector]'\n")
 
 
 def test_no_table_is_left_behind() -> None:
@@ -402,3 +408,84 @@ def test_a_held_relation_emptied_or_filled_afresh() -> None:
         assert there.rows("p") == here.rows("p")
         helds.append([r.held for r in reports])
     assert helds == [[{"p": (1, 0)}], [{"p": (0, 1)}], [{"p": (2, 0)}]]
+
+
+def _chain(n: int) -> str:
+    return "".join(f"e({i}, {i + 1}).\n" for i in range(n))
+
+
+CLOSURE = "tc(X, Y) :- e(X, Y).\ntc(X, Z) :- tc(X, Y), e(Y, Z).\n"
+
+
+@pytest.mark.parametrize(("program", "options", "limits"), [
+    # a round limit below the default: rounds, not one recursive query (it cannot count)
+    (CLOSURE + _chain(10), {"backend": "vector"}, {"max_rounds": 3}),
+    # a stratum moving mid-step has only the rounds left to take
+    (CLOSURE + "tc(X, Z) :- tc(X, Y), f(Y, Z).\n" + _chain(8), {"vector_threshold": 25},
+     {"max_rounds": 5}),
+    # the round that moves it is checked against the limits first
+    (CLOSURE + "tc(X, Z) :- tc(X, Y), f(Y, Z).\ne(0, 1). e(1, 2).\n"
+     + "".join(f"e(2, {i}).\n" for i in range(100, 116))
+     + "".join(f"f(2, {i}).\n" for i in range(200, 215)), {"vector_threshold": 100},
+     {"max_tuples": 80}),
+    # a round's queries do not see each other's rows (as many rounds as locally)
+    ("a(100, 101).\nf(0).\na(X, Y) :- e(X, Y).\na(X, Z) :- z(X, Y), e(Y, Z).\n"
+     "z(X, Y) :- f(X), a(X, Y).\n" + _chain(6), {"backend": "vector"}, {"max_rounds": 11}),
+])
+def test_step_limits_stop_duckdb_where_they_stop_the_local_backend(
+        program: str, options: dict, limits: dict) -> None:
+    here, there = Engine(program, backend="local", **limits), Engine(program, **options,
+                                                                      **limits)
+    errors = [[(e.code, e.message) for r in engine.run() for e in r.errors]
+              for engine in (here, there)]
+    assert errors[1] == errors[0] and [code for code, _ in errors[0]] == ["E307"]
+    for name, relation in here.relations.items():
+        if not relation.event:
+            assert there.rows(name) == here.rows(name) == [], name
+
+
+def test_a_result_not_taken_leaves_a_relation_not_held_as_it_was() -> None:
+    """`a` could be held from its first evaluation, but `b`'s null sends the stratum to the
+    local backend (the evaluation of `a` is not taken); then `a`'s rows and the report are
+    the local backend's."""
+    program = "a(X) :- s(X).\nb(X, Y) :- t(X, Y).\n"
+    reports = []
+    for backend in ("local", "vector"):
+        engine = Engine(program, backend=backend)
+        engine.insert("t", (1, None))
+        engine.run()
+        engine.delete("t", (1, None))
+        engine.insert("s", (5,))
+        (report,) = engine.run()
+        reports.append((report.counts("inserted"), engine.rows("a")))
+    assert reports[1] == reports[0] == ({"a": 1, "s": 1}, [(5,)])
+
+
+def test_a_listener_between_steps_brings_back_the_rows_as_they_are() -> None:
+    engine = Engine(TC, backend="vector")
+    engine.insert("link", (1, 2))
+    engine.run()
+    engine.insert("link", (2, 3))
+    engine.run()
+    assert engine.vector.held == {"reach": 3}
+    engine.register_listener("reach", None, lambda row: None, op="insert")
+    assert engine.store.rows("reach") == {(1, 2), (1, 3), (2, 3)} and engine.vector.held == {}
+
+
+def test_output_of_a_relation_held_in_duckdb(tmp_path: Path) -> None:
+    """-D writes it from DuckDB in sorted batches, CSV and Parquet alike, as the local
+    backend writes it (with --print of another relation too: no result left open)."""
+    (tmp_path / "p.olg").write_text('link(1, 2). link(2, 3). link(3, 1). link(3, 4).\n'
+                                    "reach(X, Y) :- link(X, Y).\n"
+                                    "reach(X, Z) :- link(X, Y), reach(Y, Z).\n")
+    for fmt in ("csv", "parquet"):
+        outputs = []
+        for backend in ("local", "vector"):
+            out = tmp_path / f"{backend}-{fmt}"
+            out.mkdir()
+            code, _, err = run_cli(["run", "p.olg", "--backend", backend, "--print", "link",
+                                    "-D", str(out), "--output-format", fmt], cwd=tmp_path)
+            assert (code, err) == (0, "")
+            outputs.append({f.name: f.read_bytes() for f in out.iterdir()})
+        assert outputs[1] == outputs[0] and sorted(outputs[0]) == [f"link.{fmt}",
+                                                                   f"reach.{fmt}"]
