@@ -487,9 +487,7 @@ class VectorStrata:
         if self.threshold is not None:
             return {}
         if self._holdable is None:
-            found, readers = holdable(self.plan, self.never)
-            self._holdable = {name: stratum for name, stratum in found.items()
-                              if stratum is not None and readers.get(name, set()) <= {stratum}}
+            self._holdable = held_here(self.plan, self.never)
         return {name: stratum for name, stratum in self._holdable.items()
                 if name not in self._kept_local}
 
@@ -964,16 +962,31 @@ def _first_line(error: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def held_here(plan: p.ProgramPlan, never: Mapping[int, str]) -> dict[str, int]:
+    """The relations ``--backend vector`` holds in DuckDB, each with the stratum deriving
+    it: those Spark could hold (``holdable``) that no other stratum reads."""
+    found, readers = holdable(plan, never)
+    return {name: stratum for name, stratum in found.items()
+            if stratum is not None and readers.get(name, set()) <= {stratum}}
+
+
 def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
     """Where each stratum's views run with ``--backend vector``, as ``overlog explain`` says
-    it: stratum -> lines."""
+    it: stratum -> lines, and which relations live only in DuckDB."""
     notes: dict[int, list[str]] = {}
+    never = {}
     for stratum in plan.strata:
         rules = [plan.rules[i] for i in stratum.rules]
         if any(not r.head_event and r.aggregation is None for r in rules):
             with recursion_room():
                 reason = static_reason(plan, stratum.index)
+            if reason is not None:
+                never[stratum.index] = reason
             notes[stratum.index] = [
                 f"views run on DuckDB with --backend vector (auto: at {threshold:,} rows)"
                 if reason is None else f"views run locally with --backend vector ({reason})"]
+    for name, writer in sorted(held_here(plan, never).items()):
+        if name not in plan.watched:  # (`overlog run` prints it from a listener)
+            notes[writer].append(f"{name} lives only in DuckDB with --backend vector, "
+                                 "unless a listener reads it")
     return notes
