@@ -469,12 +469,15 @@ class VectorStrata:
         return wanted
 
     def begin_step(self) -> None:
-        self._arrived = set()
-        self._started = {}
-        used = set(self._holding.values()).union(
-            *(resident.tables.values() for resident in self.resident.values()))
-        self._drop(self._stale - used)
-        self._stale = set()
+        if self._arrived:
+            self._arrived = set()
+        if self._started:
+            self._started = {}
+        if self._stale:  # (the last step stands, or was undone: what it left goes now)
+            used = set(self._holding.values()).union(
+                *(resident.tables.values() for resident in self.resident.values()))
+            self._drop(self._stale - used)
+            self._stale = set()
 
     # -- relations held in DuckDB --------------------------------------------------------------
 
