@@ -50,6 +50,12 @@ def _overlog(program: str, relation: str, facts: dict[str, list[tuple]],
     return peers.phases(load, evaluate)
 
 
+def _engines(program: str, relation: str, facts: dict[str, list[tuple]]) -> dict:
+    """The engine's systems for a case: the default backend, and the vectorized one."""
+    return {"overlog": lambda: _overlog(program, relation, facts),
+            "overlog (vector)": lambda: _overlog(program, relation, facts, "vector")}
+
+
 def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, int]:
     """Seconds for one step that inserts or deletes one edge (after computing the closure)."""
     from overlog import Engine
@@ -236,25 +242,19 @@ def cases(quick: bool) -> dict[str, dict]:
     megabytes = 1 if quick else 10
     return {
         f"tc chain {n_chain}": {
-            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": chain_edges}),
-            "overlog (vector)": lambda: _overlog(workloads.TC, "reach", {"link": chain_edges},
-                                                 "vector"),
+            **_engines(workloads.TC, "reach", {"link": chain_edges}),
             "python floor": lambda: peers.floor_tc(chain_edges),
             "pyDatalog": lambda: peers.pydatalog_tc(chain_edges),
             "duckdb": lambda: peers.duckdb_tc(chain_edges),
             "networkx": lambda: peers.networkx_tc(chain_edges)},
         f"tc random {rand[0]}/{rand[1]}": {
-            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": random_edges}),
-            "overlog (vector)": lambda: _overlog(workloads.TC, "reach", {"link": random_edges},
-                                                 "vector"),
+            **_engines(workloads.TC, "reach", {"link": random_edges}),
             "python floor": lambda: peers.floor_tc(random_edges),
             "pyDatalog": lambda: peers.pydatalog_tc(random_edges),
             "duckdb": lambda: peers.duckdb_tc(random_edges),
             "networkx": lambda: peers.networkx_tc(random_edges)},
         f"same generation, binary tree depth {depth_sg}": {
-            "overlog": lambda: _overlog(workloads.SG, "sg", {"parent": sg_tree}),
-            "overlog (vector)": lambda: _overlog(workloads.SG, "sg", {"parent": sg_tree},
-                                                 "vector"),
+            **_engines(workloads.SG, "sg", {"parent": sg_tree}),
             "python floor": lambda: peers.floor_sg(sg_tree),
             "pyDatalog": lambda: peers.pydatalog_sg(sg_tree),
             "duckdb": lambda: peers.duckdb_sg(sg_tree)},

@@ -326,8 +326,9 @@ class Engine:
             self.spark.functions_changed()
 
     def rows(self, relation: str, *, max_rows: int | None = ROWS_LIMIT) -> list[Row]:
-        """A relation's rows, sorted. A relation held in Spark (docs/spark.md) is collected
-        only up to ``max_rows`` rows (None: whatever its size); above, ValueError."""
+        """A relation's rows, sorted. A relation held in Spark or DuckDB (``holder``) is
+        collected only up to ``max_rows`` rows (None: whatever its size); above,
+        ValueError."""
         self._relation(relation)
         holder = self.holder(relation)
         if holder is not None:

@@ -84,7 +84,7 @@ class Placement:
         return any(offload is not None and offload.watches(rules)
                    for offload in (self.spark, self.vector))
 
-    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int) -> bool:
         return any(offload is not None and offload.watches(rules)
                    and offload.moves(rules, store, grown)
                    for offload in (self.spark, self.vector))

@@ -305,7 +305,7 @@ class Offload(Protocol):
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum's views evaluated here may move to the offload mid-step."""
 
-    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int) -> bool:
         """Whether they move now (their tables have grown; the last local round added
         ``grown`` rows): evaluated there instead."""
 

@@ -866,7 +866,7 @@ class SparkStrata:
         return (self.threshold is not None and self.unavailable is None
                 and stratum not in self.never[0] and f"stratum {stratum}" not in self.moved)
 
-    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int) -> bool:
         """Whether that stratum moves now: its tables have grown past the threshold."""
         return self._wanted(f"stratum {rules[0].stratum}", rules, store)
 

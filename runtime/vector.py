@@ -428,7 +428,7 @@ class VectorStrata:
         return (self.threshold is not None and self.unavailable is None
                 and rules[0].stratum not in self.never)
 
-    def moves(self, rules: list[p.RulePlan], store: Any, grown: int = 0) -> bool:
+    def moves(self, rules: list[p.RulePlan], store: Any, grown: int) -> bool:
         """Whether that stratum moves now, after a local round that added ``grown`` rows."""
         return self._wanted(rules, store, grown)
 
