@@ -50,6 +50,31 @@ def _overlog(program: str, relation: str, facts: dict[str, list[tuple]],
     return peers.phases(load, evaluate)
 
 
+def _overlog_query(program: str, relation: str, facts: dict[str, list[tuple]],
+                   query: dict[str, list[tuple]]) -> dict:
+    """Load: the program compiled and the facts put in their tables (a step in which they
+    are the only inputs); evaluation: a step that inserts ``query``, as a query of a
+    database already holding its data, like the floor's evaluation over its index."""
+    from overlog import Engine
+
+    def load() -> Engine:
+        engine = Engine(program)
+        for name, rows in facts.items():
+            for row in rows:
+                engine.insert(name, row)
+        engine.run()
+        return engine
+
+    def evaluate(engine: Engine) -> int:
+        for name, rows in query.items():
+            for row in rows:
+                engine.insert(name, row)
+        engine.run()
+        return engine.count(relation)
+
+    return peers.phases(load, evaluate)
+
+
 def _engines(program: str, relation: str, facts: dict[str, list[tuple]]) -> dict:
     """The engine's systems for a case: the default backend, and the vectorized one."""
     return {"overlog": lambda: _overlog(program, relation, facts),
@@ -274,6 +299,15 @@ def cases(quick: bool) -> dict[str, dict]:
            for n, m in sssp_graphs
            for how, program, relation in [("", workloads.SSSP_RECURSIVE, "dist"),
                                           (" over a view", workloads.SSSP_VIEW, "best")]},
+        **{f"sssp recursive min{how}, random {n}/{m}, source given after the graph": {
+            "overlog": lambda n=n, m=m, program=program, relation=relation, query=query:
+                _overlog_query(program, relation, {"edge": workloads.weighted_random(n, m)},
+                               query),
+            "python floor": lambda n=n, m=m: peers.floor_sssp(workloads.weighted_random(n, m))}
+           for n, m in sssp_graphs
+           for how, program, relation, query in [
+               ("", workloads.SSSP_RECURSIVE_QUERY, "dist", {"dist": [(0, 0)]}),
+               (" over a view", workloads.SSSP_VIEW_QUERY, "best", {"source": [(0,)]})]},
         f"sssp recursive min, random {sssp_graphs[-1][0]}/{sssp_graphs[-1][1]}: cut one "
         "edge of the shortest-path tree": {
             "overlog": lambda: _sssp_cut(*sssp_graphs[-1])},

@@ -16,6 +16,11 @@ SSSP_RECURSIVE = ('dist(0, 0).\n'
 SSSP_VIEW = ('hop(Y, C) :- edge(0, Y, C).\n'
              'hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.\n'
              'best(Y, min<C>) :- hop(Y, C).\n')
+# the same two, the source given after the graph is loaded (``dist(0, 0)`` or
+# ``source(0)`` inserted in a later step)
+SSSP_RECURSIVE_QUERY = SSSP_RECURSIVE.replace("dist(0, 0).\n", "")
+SSSP_VIEW_QUERY = SSSP_VIEW.replace("hop(Y, C) :- edge(0, Y, C).",
+                                    "hop(Y, C) :- source(X), edge(X, Y, C).")
 PINGPONG = "pong[X] :- ping[X].\n"
 FACTS_RULE = "reach(X, Y) :- link(X, Y, _).\n"
 

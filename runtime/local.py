@@ -452,7 +452,25 @@ class _Codegen:
         self.depth += 2
         self.loops = 0
 
+    def copies(self) -> bool:
+        """Whether the plan only copies its seed rows: a rule whose head repeats its one
+        atom, such as ``best(Y, min<C>) :- hop(Y, C)`` or ``reach(X, Y) :- link(X, Y)``."""
+        plan, driver = self.plan, self.plan.driver
+        if plan.operators or plan.aggregate is not None or not isinstance(driver, p.Scan) \
+                or driver.checks:
+            return False
+        arity = self.store.table(driver.relation).arity
+        return [column for column, _ in driver.binds] == list(range(arity)) and \
+            plan.project.terms == tuple(p.Var(name=var) for _, var in driver.binds)
+
     def build(self) -> str:
+        if self.copies():  # no loop: the rows as a set (without those the head holds)
+            unless = self.plan.project.unless_in
+            rows = f"set(seed).difference({self.rows(unless)})" if unless else "set(seed)"
+            return "\n".join(["def run(seed, exclude=NOTHING, cap=UNCAPPED):",
+                              *self.prologue, f"    out = {rows}",
+                              "    if len(out) > cap: raise Overflow(len(out))",
+                              "    return out", ""])
         old = sorted({op.relation for op in self.plan.operators
                       if isinstance(op, p.Join) and op.version is p.Version.OLD})
         if old:  # two variants: skip the excluded rows only when there are any

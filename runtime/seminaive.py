@@ -75,6 +75,26 @@ class _Budget:
     left: int
 
 
+class _Lazy:
+    """A plan prepared on the backend when first evaluated: most plans a program has
+    (deletion, rederivation, regrouping) never run in most steps, and compiling them is
+    most of a small program's first step."""
+
+    __slots__ = ("evaluator", "plan", "prepare")
+
+    def __init__(self, prepare: Callable[[p.Plan], Evaluator], plan: p.Plan) -> None:
+        self.prepare = prepare
+        self.plan = plan
+        self.evaluator: Evaluator | None = None
+
+    def __call__(self, seed: Iterable[tuple], exclude: Mapping[str, Set[Row]] = NOTHING,
+                 cap: int = UNCAPPED) -> Collection[Row]:
+        evaluator = self.evaluator
+        if evaluator is None:
+            evaluator = self.evaluator = self.prepare(self.plan)
+        return evaluator(seed, exclude, cap)
+
+
 @dataclass(slots=True)
 class _Trigger:
     relation: str
@@ -93,7 +113,9 @@ class _Rule:
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
         self.head = plan.head
         self.head_event = plan.head_event
-        prepare = backend.prepare
+        def prepare(plan: p.Plan) -> Evaluator:
+            return _Lazy(backend.prepare, plan)
+
         self.triggers = [_Trigger(t.relation, t.negated, prepare(t.insert),
                                   prepare(t.delete) if t.delete is not None else None)
                          for t in plan.triggers]
@@ -397,6 +419,10 @@ class Fixpoint:
         self.best: dict[str, dict[tuple, Row]] = {
             r.head: {} for r in self.rules
             if r.aggregation is not None and r.plan.stratum in self.monotone}
+        # each such head's value column, and whether greater is better
+        self.ordering = {
+            r.head: (r.aggregation.position, r.aggregation.function == "max")
+            for r in self.rules if r.head in self.best}  # type: ignore[union-attr]
         self._floor: dict[str, dict[tuple, Any]] = {}  # group -> best asserted value
         # the rows a recursive min/max replaced in this evaluation (once seen by its rules)
         self._replaced: dict[str, set[Row]] = defaultdict(set)
@@ -688,11 +714,11 @@ class Fixpoint:
                                                        capped=False) if row in candidates}
         return found
 
-    def _improve(self, rule: _Rule, rows: Collection[Row], delta: dict[str, set[Row]],
+    def _improve(self, rule: _Rule, rows: Collection[Row], waiting: dict[tuple, Row],
                  ) -> None:
         """Each group's candidate ``rows`` of a recursive min/max replace its row where the
-        best of them is better (and better than its asserted rows); what changed goes to
-        ``delta``."""
+        best of them is better (and better than its asserted rows); the new rows wait in
+        ``waiting`` (group -> row) until they propagate."""
         head = rule.head
         position = rule.aggregation.position  # type: ignore[union-attr]
         last = position == self.arity[head] - 1
@@ -728,13 +754,12 @@ class Fixpoint:
         replaced = {row for row in before.values() if row is not None}
         if replaced:
             store.remove_many(head, replaced - store.asserted(head))  # asserted rows stay
-            this_round = delta.get(head)
-            if this_round is not None and replaced & this_round:  # improved twice in a round
-                delta[head] = this_round - replaced
-                replaced -= this_round
-            if replaced:  # rows of the stratum's views may rest on them
+            # rows of the stratum's views may rest on those that propagated
+            replaced -= {waiting[key] for key in found if key in waiting}
+            if replaced:
                 self._replaced[head] |= replaced
         best.update(found)
+        waiting.update(found)
         new = set(found.values())
         if self.keyed[head]:
             for row in new:
@@ -742,7 +767,6 @@ class Fixpoint:
         else:
             store.add_many(head, new)
         self.firings[rule.plan.label] += len(new)
-        delta[head] = delta[head] | new if head in delta else new
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         store = self.store
@@ -1074,6 +1098,9 @@ class Fixpoint:
         delta = plus
         first = True
         rounds = 0
+        # a recursive min/max's heads: group -> its row improved and not yet propagated
+        waiting: dict[str, dict[tuple, Row]] = {rule.head: {} for rule in rules
+                                                if rule.aggregation is not None}
         while True:
             rounds += 1
             if found is None:
@@ -1093,7 +1120,7 @@ class Fixpoint:
             for rule, rows in found.items():
                 head = rule.head
                 if rule.aggregation is not None:  # a recursive min/max
-                    self._improve(rule, rows, delta)
+                    self._improve(rule, rows, waiting[head])
                     continue
                 if self.keyed[head]:
                     for row in rows:
@@ -1112,6 +1139,9 @@ class Fixpoint:
                     else:
                         delta[head] = new
             found = None
+            for head, rows in waiting.items():
+                if rows:
+                    delta[head] = _best_first(rows, self.ordering[head])
             if not delta:
                 return
             self._within_limits(rounds, delta, rules)
@@ -1255,6 +1285,33 @@ class Fixpoint:
                     if row in wanted:
                         found[row].append((trigger.relation, seed))
         return found
+
+
+def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Row]:
+    """Of the improved rows that have not propagated yet (``waiting``, each group's
+    latest), those that propagate in the next round: the better half by value (those at
+    least as good as the median), taken out of ``waiting``. The others wait: they may
+    improve again before they propagate, as in Dijkstra's algorithm or delta-stepping, so
+    that a round of shortest paths does about half the work of propagating every
+    improvement at once, for a few more rounds. The order of propagation changes no
+    result: the stratum is monotone, and every improvement propagates before the fixpoint
+    ends. ``ordering`` is the value's column and whether greater is better (max)."""
+    position, greater = ordering
+    rows = list(waiting.values())
+    if len(rows) > 2:
+        try:
+            values = sorted([row[position] for row in rows], reverse=greater)
+            middle = values[len(values) // 2]
+            now = [row for row in rows if row[position] >= middle] if greater else \
+                [row for row in rows if row[position] <= middle]
+        except TypeError:  # values of kinds that do not compare: all of them now
+            now = rows
+        if now and len(now) < len(rows):  # (none: NaN compares with nothing)
+            for row in now:
+                del waiting[row[:position] + row[position + 1:]]
+            return set(now)
+    waiting.clear()
+    return set(rows)
 
 
 def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) -> None:

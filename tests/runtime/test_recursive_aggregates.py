@@ -90,6 +90,20 @@ def test_an_inserted_edge_improves_what_it_reaches() -> None:
     assert report.inserted == {"edge": [(0, 1, 9)]} and report.deleted == {}
 
 
+def test_the_better_half_of_the_improvements_propagates_first() -> None:
+    # d is found at 100 with a, b and c (1, 2, 3); the better half of those propagates
+    # first (up to the median, 3), which improves d to 2 before d propagates: e is found
+    # once, at 3 (all at once, e would be found at 101, then at 3: 7 improvements)
+    engine = Engine(SSSP)
+    for row in [(0, "a", 1), (0, "b", 2), (0, "c", 3), (0, "d", 100), ("a", "d", 1),
+                ("d", "e", 1)]:
+        engine.insert("edge", row)
+    report, = engine.run()
+    assert report.firings == {"rule 1": 6}
+    assert sorted(engine.rows("dist"), key=str) == [
+        ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3), (0, 0)]
+
+
 def test_a_cut_edge_raises_distances() -> None:
     engine = Engine(SSSP)
     for row in [(0, 1, 1), (1, 2, 1), (0, 2, 5), (2, 3, 1)]:
