@@ -367,10 +367,13 @@ class Engine:
     def idle(self) -> bool:
         """Nothing to do now: no pending change or delivery, no due event, and no rule
         without positive atoms waiting for the first step to fire it."""
+        return not self._due(self.next_time())
+
+    def _due(self, upcoming: float | None) -> bool:
+        """Whether a step has something to do now; ``upcoming`` is ``next_time()``."""
         if self.pending or self._inbox or (self.step_count == 0 and self._fires_at_start):
-            return False
-        upcoming = self.next_time()
-        return upcoming is None or upcoming > max(self.now, self.clock.now())
+            return True
+        return upcoming is not None and upcoming <= max(self.now, self.clock.now())
 
     # -- running ------------------------------------------------------------------------
 
@@ -378,11 +381,12 @@ class Engine:
         """Run steps until idle (no due inputs, and no timed ones), ``steps`` steps, or
         clock time ``until``. Idle with a timed input ahead, it waits on the clock (the sim
         clock jumps; a delivery ends a real wait early)."""
-        self._refuse_reentry()
+        if self._stepping:
+            self._refuse_reentry()
         reports = []
         while steps is None or len(reports) < steps:
-            if self.idle:
-                upcoming = self.next_time()
+            upcoming = self.next_time()
+            if not self._due(upcoming):
                 if upcoming is None or (until is not None and upcoming > until):
                     break
                 self.clock.wait(upcoming)
@@ -393,7 +397,8 @@ class Engine:
 
     def step(self) -> StepReport:
         """Run one timestep at the current clock time."""
-        self._refuse_reentry()
+        if self._stepping:
+            self._refuse_reentry()
         self._stepping = True
         try:
             with recursion_room():  # values may nest MAX_NESTING deep
@@ -414,7 +419,8 @@ class Engine:
         self.now = max(self.now, self.clock.now())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
-        self._take_deliveries()
+        if self._inbox:
+            self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
             ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
@@ -481,11 +487,14 @@ class Engine:
         if spark is not None:  # relations held in Spark at the end: inputs first
             report.held = {name: change for name, change in spark.input_changes.items()
                            if any(change) and name in spark.held}
-        report.held.update((name, (change.added, change.removed))  # then the rest
-                           for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
-                           if (change.added or change.removed) and self.holder(name))
-        self.pending += changes
-        self._send(report, sends)
+        if self._fixpoint.held:  # type: ignore[union-attr]
+            report.held.update((name, (change.added, change.removed))  # then the rest
+                               for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
+                               if (change.added or change.removed) and self.holder(name))
+        if changes:
+            self.pending += changes
+        if sends or self._outbox:
+            self._send(report, sends)
         for (kind, relation, row), error in quarantined:
             if row.__class__ is FrameInput:  # a DataFrame: named, not listed
                 row = repr(row)
@@ -493,11 +502,12 @@ class Engine:
                                    if row.__class__ is tuple else row),)
             self.queue.push(self.now, ERROR_RELATION,
                             (error.step, relation, row, error.message))
-        seen = set()
-        for error in [*(error for _, error in quarantined), *failed]:
-            if id(error) not in seen:
-                seen.add(id(error))
-                report.errors.append(error)
+        if quarantined or failed:
+            seen = set()
+            for error in [*(error for _, error in quarantined), *failed]:
+                if id(error) not in seen:
+                    seen.add(id(error))
+                    report.errors.append(error)
         self._report(report)
         self._post_listeners(report)
 
@@ -598,6 +608,9 @@ class Engine:
                     self._retract(relation, row)
             elif relation in self._plain:  # no keys, no soft state: a set of inserts
                 store.assert_many(relation, rows)
+            elif len(rows) > 1 and relation not in self.soft and store.assert_keyed(
+                    relation, rows):  # keyed, no soft state, distinct keys: in bulk
+                continue
             else:
                 soft = self.soft.get(relation)
                 for row in rows:
@@ -799,7 +812,7 @@ class Engine:
                     batches.append(report.rows("inserted", listener.relation))
             for rows in batches:
                 for row in rows:
-                    if matches(listener.pattern, row):
+                    if listener.pattern is None or matches(listener.pattern, row):
                         try:
                             listener.callback(row)
                         except Exception as error:

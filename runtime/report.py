@@ -72,6 +72,8 @@ def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     rows = list(rows)  # an iterator would be spent by a first, failed attempt
     if not rows:
         return rows
+    if len(rows) == 1 and all(v.__class__ in _PLAIN for v in rows[0]):  # (an event's)
+        return rows
     width = len(rows[0])
     columns = [set(map(type, map(itemgetter(i), rows))) for i in range(width)]
     if all(len(kinds) == 1 and kinds <= _PLAIN for kinds in columns):

@@ -22,6 +22,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from overlog import plan as p
@@ -80,11 +81,13 @@ class _Lazy:
     (deletion, rederivation, regrouping) never run in most steps, and compiling them is
     most of a small program's first step."""
 
-    __slots__ = ("evaluator", "plan", "prepare")
+    __slots__ = ("evaluator", "plan", "prepare", "replace")
 
-    def __init__(self, prepare: Callable[[p.Plan], Evaluator], plan: p.Plan) -> None:
+    def __init__(self, prepare: Callable[[p.Plan], Evaluator], plan: p.Plan,
+                 replace: Callable[[Evaluator], None] | None = None) -> None:
         self.prepare = prepare
         self.plan = plan
+        self.replace = replace  # puts the evaluator where this stood, once prepared
         self.evaluator: Evaluator | None = None
 
     def __call__(self, seed: Iterable[tuple], exclude: Mapping[str, Set[Row]] = NOTHING,
@@ -92,6 +95,8 @@ class _Lazy:
         evaluator = self.evaluator
         if evaluator is None:
             evaluator = self.evaluator = self.prepare(self.plan)
+            if self.replace is not None:
+                self.replace(evaluator)
         return evaluator(seed, exclude, cap)
 
 
@@ -111,14 +116,20 @@ class _Rule:
         self.plan = plan
         self.budget = budget
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
+        self.label = plan.label  # what its firings are counted under
+        self.triggered_by = frozenset(t.relation for t in plan.triggers)
+        self.reads = self.triggered_by | {plan.head}
         self.head = plan.head
         self.head_event = plan.head_event
         def prepare(plan: p.Plan) -> Evaluator:
             return _Lazy(backend.prepare, plan)
 
-        self.triggers = [_Trigger(t.relation, t.negated, prepare(t.insert),
-                                  prepare(t.delete) if t.delete is not None else None)
-                         for t in plan.triggers]
+        self.triggers = []
+        for t in plan.triggers:
+            trigger = _Trigger(t.relation, t.negated, prepare(t.insert),
+                               prepare(t.delete) if t.delete is not None else None)
+            trigger.insert.replace = partial(setattr, trigger, "insert")  # type: ignore
+            self.triggers.append(trigger)
         self.start = prepare(plan.start) if plan.start is not None else None
         self.rederive = prepare(plan.rederive) if plan.rederive is not None else None
         # insertion into a set-semantics table: the plans emit only the rows it lacks
@@ -459,7 +470,7 @@ class Fixpoint:
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
         # new head tuples each rule derived in the current step (for --trace); reset per step
-        self.firings: Counter = Counter()
+        self.firings: defaultdict[str, int] = defaultdict(int)
         # rows over-deletion removed in the step (those rederived too): what deletions cost
         self.overdeleted_rows = 0
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
@@ -470,7 +481,7 @@ class Fixpoint:
 
     def run(self, initial: bool = False) -> DeferredOutput:
         """One step's fixpoint and deferred rules; ``initial`` for the engine's first step."""
-        self.firings = Counter()
+        self.firings = defaultdict(int)
         self.held = {}
         self.initial = initial
         self.new_rows = 0
@@ -486,7 +497,8 @@ class Fixpoint:
         return self._deferred()
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
-        reads = {t.relation for r in rules for t in r.triggers} | {r.head for r in rules}
+        """The step's changes so far to the relations ``rules`` read and write."""
+        reads = rules[0].reads if len(rules) == 1 else set().union(*(r.reads for r in rules))
         return self.store.changes(reads)
 
     def _stratum(self, views: list[_Rule], events: list[_Rule],
@@ -766,7 +778,7 @@ class Fixpoint:
                 self._add_derived(rule, row)
         else:
             store.add_many(head, new)
-        self.firings[rule.plan.label] += len(new)
+        self.firings[rule.label] += len(new)
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         store = self.store
@@ -780,7 +792,7 @@ class Fixpoint:
             group = rule.aggregation.group  # type: ignore[union-attr]
             fresh = {tuple(row[i] for i in group): row for row in rule.run(
                 rule.every, store.rows(relation), source=relation, capped=False)}
-            self.firings[rule.plan.label] += len(fresh)
+            self.firings[rule.label] += len(fresh)
             self._set_groups(rule, set(self.aggregate_state[rule.plan.index]) | set(fresh),
                              fresh)
             return
@@ -798,7 +810,7 @@ class Fixpoint:
         if not touched and not rule.zero:
             return
         fresh = rule.evaluate_groups(touched, store)
-        self.firings[rule.plan.label] += len(fresh)
+        self.firings[rule.label] += len(fresh)
         head = rule.head
         if rule.head_event:
             rows = store.rows(head)
@@ -1099,8 +1111,10 @@ class Fixpoint:
         first = True
         rounds = 0
         # a recursive min/max's heads: group -> its row improved and not yet propagated
-        waiting: dict[str, dict[tuple, Row]] = {rule.head: {} for rule in rules
-                                                if rule.aggregation is not None}
+        waiting: dict[str, dict[tuple, Row]] = {}
+        for rule in rules:
+            if rule.aggregation is not None:
+                waiting[rule.head] = {}
         while True:
             rounds += 1
             if found is None:
@@ -1125,13 +1139,13 @@ class Fixpoint:
                 if self.keyed[head]:
                     for row in rows:
                         if self._add_derived(rule, row):
-                            self.firings[rule.plan.label] += 1
+                            self.firings[rule.label] += 1
                             delta.setdefault(head, set()).add(row)
                     continue
                 # another rule may have added some of these rows in this round
                 new = rows if rule.novel_only and head not in delta else \
                     rows - store.rows(head)
-                self.firings[rule.plan.label] += len(new)
+                self.firings[rule.label] += len(new)
                 if new:
                     store.add_many(head, new)  # the store keeps ``new``: not mutated after
                     if head in delta:
@@ -1145,6 +1159,12 @@ class Fixpoint:
             if not delta:
                 return
             self._within_limits(rounds, delta, rules)
+            if rounds == 1 and not waiting:
+                for rule in rules:
+                    if not rule.triggered_by.isdisjoint(delta):
+                        break
+                else:
+                    return  # no rule reads what the round added (event heads, most often)
 
     def _within_limits(self, rounds: int, delta: dict[str, set[Row]],
                        rules: list[_Rule]) -> None:
@@ -1189,7 +1209,7 @@ class Fixpoint:
                 rows = [*fresh.values(), *rule.zero_rows(store, fresh)]
             if not rows:
                 continue
-            self.firings[rule.plan.label] += len(rows)
+            self.firings[rule.label] += len(rows)
             if rule.plan.remote:
                 op = ("event" if rule.head_event else
                       "delete" if rule.plan.kind == "delete" else "insert")
@@ -1239,7 +1259,7 @@ class Fixpoint:
         rules.update(added)
         rules.subtract(gone)
         store.on_rollback(_forget_sent, (sent, rules, added, gone))
-        self.firings[rule.plan.label] += len(added)
+        self.firings[rule.label] += len(added)
 
     def _on_new(self, rule: _Rule) -> list[Row]:
         """What a deferred rule derives from the step's new rows (and, at the first step,

@@ -854,10 +854,14 @@ class SparkStrata:
         self._udfs = {}
 
     def begin_step(self) -> None:
-        self._arrived = set()
-        self._changed = {}
-        self._started = {}
-        self.input_changes = {}
+        if self._arrived:
+            self._arrived = set()
+        if self._changed:
+            self._changed = {}
+        if self._started:
+            self._started = {}
+        if self.input_changes:
+            self.input_changes = {}
 
     def watches(self, rules: list[p.RulePlan]) -> bool:
         """Whether a stratum running locally may move to Spark in the middle of a step:

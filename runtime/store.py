@@ -52,7 +52,7 @@ def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Ro
     bucket lookups are inlined per index). Its globals hold the index dicts as ``ix0``,
     ``ix1``, ... in the order of ``indexes``: ``_rebind`` points it at others."""
     if not indexes:
-        return lambda rows: None
+        return _index_nothing
     namespace: dict[str, Any] = {"_SetBucket": _SetBucket}
     lines = ["def add_rows(rows):", "    for row in rows:"]
     for i, (cols, idx) in enumerate(indexes.items()):
@@ -63,6 +63,10 @@ def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Ro
                   f"            ix{i}[{_key_source(cols)}] = _SetBucket(b)"]
     exec("\n".join(lines), namespace)
     return namespace["add_rows"]
+
+
+def _index_nothing(rows: Iterable[Row]) -> None:
+    """The indexer of a table without indexes."""
 
 
 def _rebind(indexer: Callable, indexes: dict[tuple[int, ...], dict]) -> None:
@@ -313,6 +317,34 @@ class Table:
         self.asserted.discard(row)
         self.journal.entries.append((self.asserted.add, row))
 
+    def assert_keyed(self, rows: list[Row]) -> bool:
+        """Assert rows of a keyed table, each replacing (retracting and removing) the row
+        holding its key, as set operations. False, having done nothing, when two of the
+        rows share a key (applied one by one, the later one wins)."""
+        keys = self.keys
+        index = self.indexes[keys]
+        column = keys[0] if len(keys) == 1 else None
+        by_key = {row[column] if column is not None else tuple(row[c] for c in keys): row
+                  for row in rows}
+        if len(by_key) < len(rows):
+            return False
+        get = index.get
+        replaced = set()
+        for key, row in by_key.items():
+            bucket = get(key)
+            if bucket:
+                holder = next(iter(bucket))
+                if holder != row:
+                    replaced.add(holder)
+        if replaced:
+            retracted = replaced & self.asserted
+            if retracted:
+                self.asserted -= retracted
+                self.journal.entries.append((self.asserted.update, retracted))
+            self.remove_many(replaced)
+        self.assert_many(rows)
+        return True
+
     MAX_GENS = 64
 
     def drop_removed(self) -> None:
@@ -377,9 +409,13 @@ class Table:
         self._set_indexes(indexes)
 
     def _set_indexes(self, indexes: dict) -> None:
+        if not indexes:
+            self.indexes = indexes
+            self._index_rows = _index_nothing
+            return
         same = list(indexes) == list(self.indexes)
         self.indexes = indexes
-        if same and indexes:
+        if same:
             _rebind(self._index_rows, indexes)
         else:
             self._index_rows = _make_indexer(indexes)
@@ -395,7 +431,8 @@ class Table:
         self.rows = set()
         self._added = set()
         self._batches = []
-        self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
+        self._set_indexes({cols: defaultdict(list) for cols in self.indexes}
+                          if self.indexes else {})
         return before
 
     def restore_events(self, before: tuple | None) -> None:
@@ -440,9 +477,12 @@ class LocalStore:
         return self.tables[relation].added_parts()
 
     def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
+        added, removed = {}, {}
         tables = self.tables
-        added = {name: set().union(*tables[name].added_parts()) for name in relations}
-        removed = {name: set(tables[name].removed) for name in added}
+        for name in relations:
+            table = tables[name]
+            added[name] = table._added.union(*table._batches)  # (a copy)
+            removed[name] = table.removed.copy()
         return added, removed
 
     def removed(self, relation: str) -> set[Row]:
@@ -471,6 +511,9 @@ class LocalStore:
 
     def retract_row(self, relation: str, row: Row) -> None:
         self.tables[relation].retract_row(row)
+
+    def assert_keyed(self, relation: str, rows: list[Row]) -> bool:
+        return self.tables[relation].assert_keyed(rows)
 
     def release(self, relation: str, asserted: bool = False) -> None:
         self.tables[relation].release(asserted)
@@ -569,7 +612,9 @@ class LocalStore:
     def begin_step(self) -> None:
         self._step_clock = self.clock
         self.tick()  # what the step adds is born after it began
-        self._events_before = [(table, table.end_events()) for table in self._events]
+        self._events_before = [(table, table.end_events()) for table in self._events
+                               if table.rows or table.removed or table._batches
+                               or table._added]  # (an event table empty already: no end)
 
     def abort_step(self) -> None:
         self.rollback()
@@ -579,7 +624,8 @@ class LocalStore:
 
     def end_step(self) -> None:
         for table in self._persistent:
-            table.clear_step()
+            if table._added or table._batches or table.removed:  # (others have nothing)
+                table.clear_step()
         self._compact()
 
     def _compact(self) -> None:
@@ -587,6 +633,8 @@ class LocalStore:
         about half as many intervals holding about as many rows each (over every tracked
         table), and each table's generations in one interval merge, born at its start. A
         row may then rest on rows of its own generation, which the fixpoint allows for."""
+        if not self._tracked:
+            return
         tables = [table for table in self._tracked if table.gens]
         for table in tables:
             table.drop_removed()

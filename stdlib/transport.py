@@ -66,6 +66,8 @@ class Support:
 
     def _forgetter(self, relation: str) -> Callable[[tuple], None]:
         def forget(row: tuple) -> None:
+            if not self.senders:  # (nothing received: nothing to forget)
+                return
             with recursion_room():
                 key = (relation, internal_row(row))
             with self._lock:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import overlog
 from overlog import ANY, Engine
@@ -264,3 +266,43 @@ def test_real_clock_waits_for_timed_events() -> None:
     elapsed = time.monotonic() - start
     assert eng.rows("got") == [(1,)]
     assert reports[0].time >= 0.2 and elapsed >= 0.2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.integers(0, 6), st.integers(0, 3), max_size=5),
+       st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=8))
+def test_inserts_into_a_keyed_table_replace_the_rows_of_their_keys(
+        before: dict[int, int], batch: list[tuple[int, int]]) -> None:
+    # a batch of inserts with distinct keys is applied as set operations, one with a
+    # repeated key row by row (the later insert wins): the same rows and changes either way
+    engine = Engine("materialize(owner, infinity, infinity, keys(1)).\n"
+                    "seen(K, V) :- owner(K, V).\n")
+    for row in before.items():
+        engine.insert("owner", row)
+    engine.run()
+    for row in batch:
+        engine.insert("owner", row)
+    reports = engine.run()
+    after = dict(before)
+    after.update(batch)
+    assert engine.rows("owner") == engine.rows("seen") == sorted(after.items())
+    assert [(r.inserted.get("owner", []), r.deleted.get("owner", [])) for r in reports] == (
+        [(sorted(after.items() - before.items()), sorted(before.items() - after.items()))]
+        if batch else [])
+
+
+def test_a_batch_of_keyed_inserts_is_undone_with_its_failing_step() -> None:
+    engine = Engine("materialize(owner, infinity, infinity, keys(1)).\n"
+                    "big(K, V, W) :- owner(K, V), owner(_, W).\n", max_tuples=10)
+    engine.insert("owner", (1, "a"))
+    engine.insert("owner", (2, "b"))
+    engine.run()
+    assert engine.rows("big") == [(1, "a", "a"), (1, "a", "b"), (2, "b", "a"), (2, "b", "b")]
+    for row in [(1, "x"), (3, "c"), (4, "d")]:  # 12 new rows of big: past the limit
+        engine.insert("owner", row)
+    report = engine.run()[0]
+    assert [(e.code, e.quarantined) for e in report.errors] == [("E307", (
+        ("insert", "owner", (1, "x")), ("insert", "owner", (3, "c")),
+        ("insert", "owner", (4, "d"))))]
+    assert engine.rows("owner") == [(1, "a"), (2, "b")]
+    assert report.inserted == {} and report.deleted == {}
