@@ -21,7 +21,9 @@ SSSP_VIEW = ('hop(Y, C) :- edge(0, Y, C).\n'
 SSSP_RECURSIVE_QUERY = SSSP_RECURSIVE.replace("dist(0, 0).\n", "")
 SSSP_VIEW_QUERY = SSSP_VIEW.replace("hop(Y, C) :- edge(0, Y, C).",
                                     "hop(Y, C) :- source(X), edge(X, Y, C).")
-PINGPONG = "pong[X] :- ping[X].\n"
+EVENTS = "out[X, Y] :- in[X], Y := X + 1.\n"
+COUNTER = ("materialize(counter, infinity, infinity, keys(1)).\n"
+           "counter(K, N) :- tick[K], counter(K, M), N := M + 1.\n")
 FACTS_RULE = "reach(X, Y) :- link(X, Y, _).\n"
 
 

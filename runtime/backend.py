@@ -96,6 +96,15 @@ class Store(Protocol):
     def removed(self, relation: str) -> Set[Row]:
         """The rows removed in the step so far (for an event relation: last step's)."""
 
+    def step_changes(self) -> tuple[dict[str, list[Set[Row]]], dict[str, list[Set[Row]]],
+                                    dict[str, list[Set[Row]]]]:
+        """The step's events, and the rows added to and removed from persistent relations,
+        each relation's as disjoint live sets (only relations with any; for reports)."""
+
+    def assert_keyed(self, relation: str, rows: list[Row]) -> bool:
+        """Assert rows of a keyed relation, each replacing the row holding its key; False,
+        having done nothing, when two of them share a key."""
+
     def holder(self, relation: str, row: Row) -> Row | None:
         """The row holding ``row``'s key (keyed relations), else ``row`` if present."""
 

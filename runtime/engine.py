@@ -188,6 +188,7 @@ class Engine:
         self.listeners: list[Listener] = []
         self._sent_hooks: list[Callable[[], None]] = []  # after each step's sends
         self._inbox = Inbox()
+        self._waiting = self._inbox.items  # (its truth: a delivery waits)
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
         self._stepping = False
@@ -371,7 +372,7 @@ class Engine:
 
     def _due(self, upcoming: float | None) -> bool:
         """Whether a step has something to do now; ``upcoming`` is ``next_time()``."""
-        if self.pending or self._inbox or (self.step_count == 0 and self._fires_at_start):
+        if self.pending or self._waiting or (self.step_count == 0 and self._fires_at_start):
             return True
         return upcoming is not None and upcoming <= max(self.now, self.clock.now())
 
@@ -419,7 +420,7 @@ class Engine:
         self.now = max(self.now, self.clock.now())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
-        if self._inbox:
+        if self._waiting:
             self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
@@ -705,6 +706,8 @@ class Engine:
     def _commit(self, deferred, inputs: list[tuple[str, str, Row]]) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
         Deletions come first, then writes (with key replacement when applied)."""
+        if not deferred.writes and not deferred.deletes:
+            return [], deferred.sends
         store = self.store
         writes: dict[tuple[str, Any], Row] = {}
         writers: dict[tuple[str, Any], RulePlan] = {}
@@ -774,7 +777,7 @@ class Engine:
         self._take_deliveries()  # what was delivered to this node keeps its place in line
 
     def _take_deliveries(self) -> None:
-        if not self._inbox:
+        if not self._waiting:
             return
         for kind, relation, row in self._inbox.take():
             if kind == "event":
@@ -784,19 +787,7 @@ class Engine:
 
     def _report(self, report: StepReport) -> None:
         raw = report._raw
-        store = self.store
-        for name, rel in self.relations.items():
-            if rel.event:
-                rows = store.rows(name)
-                if rows:
-                    raw["events"][name] = [rows]
-            else:
-                added = store.added_parts(name)
-                if added:
-                    raw["inserted"][name] = added
-                removed = store.removed(name)
-                if removed:
-                    raw["deleted"][name] = [removed]
+        raw["events"], raw["inserted"], raw["deleted"] = self.store.step_changes()
 
     def _post_listeners(self, report: StepReport) -> None:
         for listener in self.listeners:

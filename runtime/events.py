@@ -102,23 +102,26 @@ class Inbox:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: list[tuple[str, str, tuple]] = []
+        # what waits: one list for the inbox's life, so that its truth (anything waiting?)
+        # can be read without a call or the lock (a step checks it several times)
+        self.items: list[tuple[str, str, tuple]] = []
 
     def put(self, kind: str, relation: str, row: tuple) -> None:
         with self._lock:
-            self._items.append((kind, relation, row))
+            self.items.append((kind, relation, row))
 
     def put_many(self, items: list[tuple[str, str, tuple]]) -> None:
         with self._lock:
-            self._items += items
+            self.items += items
 
     def take(self) -> list[tuple[str, str, tuple]]:
         with self._lock:
-            items, self._items = self._items, []
+            items = self.items[:]
+            self.items.clear()
         return items
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
 
 class EventAPI(Protocol):

@@ -1195,6 +1195,8 @@ class Fixpoint:
 
     def _deferred(self) -> DeferredOutput:
         out = DeferredOutput([], [], [])
+        if not self.deferred:
+            return out
         store = self.store
         # remote views' rows whose count of deriving rules changed: (head, row) -> (the
         # count before, a rule of that head)

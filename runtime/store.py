@@ -488,6 +488,19 @@ class LocalStore:
     def removed(self, relation: str) -> set[Row]:
         return self.tables[relation].removed
 
+    def step_changes(self) -> tuple[dict[str, list[set[Row]]], dict[str, list[set[Row]]],
+                                    dict[str, list[set[Row]]]]:
+        events = {table.name: [table.rows] for table in self._events if table.rows}
+        inserted, deleted = {}, {}
+        for table in self._persistent:
+            if table._added or table._batches:
+                parts = table.added_parts()
+                if parts:
+                    inserted[table.name] = parts
+            if table.removed:
+                deleted[table.name] = [table.removed]
+        return events, inserted, deleted
+
     def holder(self, relation: str, row: Row) -> Row | None:
         return self.tables[relation].holder(row)
 
