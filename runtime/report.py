@@ -75,8 +75,9 @@ def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     if len(rows) == 1 and all(v.__class__ in _PLAIN for v in rows[0]):  # (an event's)
         return rows
     width = len(rows[0])
-    columns = [set(map(type, map(itemgetter(i), rows))) for i in range(width)]
-    if all(len(kinds) == 1 and kinds <= _PLAIN for kinds in columns):
+    kinds = set(map(type, itertools.chain.from_iterable(rows)))  # (one pass over the rows)
+    if len(kinds) == 1 and kinds <= _PLAIN or kinds <= _PLAIN and all(
+            len(set(map(type, map(itemgetter(i), rows)))) == 1 for i in range(width)):
         # each column of one plain type (the common case): sorted column by column, last
         # first (stable), comparing bare values, not tuples (several times faster)
         for i in reversed(range(width)):
