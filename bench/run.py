@@ -20,7 +20,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench import peers, workloads  # noqa: E402
 
 BASELINE = "overlog (baseline)"
+LOCAL = "overlog (local)"  # --backend local: the Python backend alone
 
 
 def _overlog(program: str, relation: str, facts: dict[str, list[tuple]],
@@ -76,16 +79,24 @@ def _overlog_query(program: str, relation: str, facts: dict[str, list[tuple]],
 
 
 def _engines(program: str, relation: str, facts: dict[str, list[tuple]]) -> dict:
-    """The engine's systems for a case: the default backend, and the vectorized one."""
+    """The engine's systems for a case: the default backend (``auto``), the local Python
+    backend alone, and the vectorized one."""
     return {"overlog": lambda: _overlog(program, relation, facts),
+            LOCAL: lambda: _overlog(program, relation, facts, "local"),
             "overlog (vector)": lambda: _overlog(program, relation, facts, "vector")}
 
 
-def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, int]:
+def _backends(measure: Callable[[str], Any]) -> dict:
+    """A case's systems where the backend matters: the default (``auto``) and the local one."""
+    return {"overlog": lambda: measure("auto"), LOCAL: lambda: measure("local")}
+
+
+def _incremental(edges: list[tuple], change: str, edge: tuple,
+                 backend: str = "auto") -> tuple[float, int]:
     """Seconds for one step that inserts or deletes one edge (after computing the closure)."""
     from overlog import Engine
 
-    engine = Engine(workloads.TC)
+    engine = Engine(workloads.TC, backend=backend)
     for row in edges:
         engine.insert("link", row)
     engine.run()
@@ -95,7 +106,7 @@ def _incremental(edges: list[tuple], change: str, edge: tuple) -> tuple[float, i
     return time.perf_counter() - start, len(engine.store.rows("reach"))
 
 
-def _delete_each(edges: list[tuple], picks: int) -> dict:
+def _delete_each(edges: list[tuple], picks: int, backend: str = "auto") -> dict:
     """For ``picks`` edges spread over the edge list, each in an engine of its own: the
     closure computed, then one step that deletes that edge. Reports the median step (and
     every step, for the slowest)."""
@@ -103,7 +114,7 @@ def _delete_each(edges: list[tuple], picks: int) -> dict:
 
     steps, count = [], 0
     for edge in edges[::max(1, len(edges) // picks)][:picks]:
-        engine = Engine(workloads.TC)
+        engine = Engine(workloads.TC, backend=backend)
         for row in edges:
             engine.insert("link", row)
         engine.run()
@@ -338,14 +349,14 @@ def cases(quick: bool) -> dict[str, dict]:
         f"sssp recursive min, random {sssp_graphs[-1][0]}/{sssp_graphs[-1][1]}: cut one "
         "edge of the shortest-path tree": {
             "overlog": lambda: _sssp_cut(*sssp_graphs[-1])},
-        f"closure of a tree (depth {tree_depth}) from scratch": {
-            "overlog": lambda: _overlog(workloads.TC, "reach", {"link": big_tree})},
-        f"tree (depth {tree_depth}): insert one edge": {
-            "overlog": lambda: _incremental(big_tree, "insert", (leaf, -1))},
-        f"tree (depth {tree_depth}): delete one leaf edge": {
-            "overlog": lambda: _incremental(big_tree, "delete", big_tree[-1])},
-        f"tc random {rand[0]}/{rand[1]}: delete one edge (median of 5 edges)": {
-            "overlog": lambda: _delete_each(random_edges, 5)},
+        f"closure of a tree (depth {tree_depth}) from scratch": _backends(
+            lambda backend: _overlog(workloads.TC, "reach", {"link": big_tree}, backend)),
+        f"tree (depth {tree_depth}): insert one edge": _backends(
+            lambda backend: _incremental(big_tree, "insert", (leaf, -1), backend)),
+        f"tree (depth {tree_depth}): delete one leaf edge": _backends(
+            lambda backend: _incremental(big_tree, "delete", big_tree[-1], backend)),
+        f"tc random {rand[0]}/{rand[1]}: delete one edge (median of 5 edges)": _backends(
+            lambda backend: _delete_each(random_edges, 5, backend)),
         f"ring {ring_n} (closure {ring_n * ring_n}) from scratch": {
             "overlog": lambda: _overlog(workloads.TC, "reach", {"link": ring})},
         f"ring {ring_n}: delete one edge (DRed's worst case)": {
@@ -524,9 +535,13 @@ def targets(results: dict, timeout: float) -> list[tuple[str, str, str]]:
         if ours is None:
             continue
         floor = _seconds(systems.get("python floor"))
+        local = _seconds(systems.get(LOCAL))
         if floor is not None:
             judge(f"{prefix}: at most 1.5x the python floor", f"{ours / floor:.2f}x",
                   ours / floor <= 1.5)
+            if local is not None:
+                judge(f"{prefix}: the local backend at most 1.5x the python floor",
+                      f"{local / floor:.2f}x", local / floor <= 1.5)
         peer = systems.get("pyDatalog")
         if isinstance(peer, dict):
             judge(f"{prefix}: at least 30x faster than pyDatalog",
@@ -545,20 +560,21 @@ def targets(results: dict, timeout: float) -> list[tuple[str, str, str]]:
         if case.startswith("sssp recursive") and ours is not None and floor:
             judge(f"{case}: at most 3x the python floor (Dijkstra)",
                   f"{ours / floor:.2f}x", ours / floor <= 3)
-    scratch = _seconds(_find(results, "closure of a tree").get("overlog"))
-    for prefix, what in (("tree (depth", "insert one edge"), ("tree (depth", "delete one")):
-        case = next((c for c in results if c.startswith(prefix) and what in c), None)
-        step = _seconds(results.get(case, {}).get("overlog")) if case else None
-        if scratch and step is not None:
-            judge(f"{case}: under 1% of the closure from scratch",
-                  f"{100 * step / scratch:.3f}%", step / scratch < 0.01)
-    built = _seconds(_find(results, "tc random").get("overlog"))
-    cut = next((systems.get("overlog") for case, systems in results.items()
-                if case.startswith("tc random") and "delete one edge" in case), None)
-    if built and isinstance(cut, dict):
-        judge("tc random: delete one edge: under 5% of the closure from scratch (median; "
-              "slowest in brackets)", f"{100 * cut['seconds'] / built:.1f}% "
-              f"({100 * max(cut['steps']) / built:.1f}%)", cut["seconds"] / built < 0.05)
+    for system, how in (("overlog", ""), (LOCAL, " (--backend local)")):
+        scratch = _seconds(_find(results, "closure of a tree").get(system))
+        for what in ("insert one edge", "delete one"):
+            case = next((c for c in results if c.startswith("tree (depth") and what in c), None)
+            step = _seconds(results.get(case, {}).get(system)) if case else None
+            if scratch and step is not None:
+                judge(f"{case}{how}: under 1% of the closure from scratch",
+                      f"{100 * step / scratch:.3f}%", step / scratch < 0.01)
+        built = _seconds(_find(results, "tc random").get(system))
+        cut = next((systems.get(system) for case, systems in results.items()
+                    if case.startswith("tc random") and "delete one edge" in case), None)
+        if built and isinstance(cut, dict):
+            judge(f"tc random: delete one edge{how}: under 5% of the closure from scratch "
+                  "(median; slowest in brackets)", f"{100 * cut['seconds'] / built:.1f}% "
+                  f"({100 * max(cut['steps']) / built:.1f}%)", cut["seconds"] / built < 0.05)
     ring_cases = [c for c in results if c.startswith("ring")]
     if len(ring_cases) == 2:
         built, cut = (_seconds(results[c].get("overlog")) for c in ring_cases)

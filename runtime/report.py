@@ -76,8 +76,8 @@ def sorted_rows(rows: Iterable[Row]) -> list[Row]:
         return rows
     width = len(rows[0])
     kinds = set(map(type, itertools.chain.from_iterable(rows)))  # (one pass over the rows)
-    if len(kinds) == 1 and kinds <= _PLAIN or kinds <= _PLAIN and all(
-            len(set(map(type, map(itemgetter(i), rows)))) == 1 for i in range(width)):
+    if kinds <= _PLAIN and (len(kinds) == 1 or all(
+            len(set(map(type, map(itemgetter(i), rows)))) == 1 for i in range(width))):
         # each column of one plain type (the common case): sorted column by column, last
         # first (stable), comparing bare values, not tuples (several times faster)
         for i in reversed(range(width)):
