@@ -201,6 +201,9 @@ class Backend(Protocol):
     def prepare(self, plan: Plan) -> Evaluator:
         """Compile ``plan`` once; the evaluator reads the store as it is when called."""
 
+    def create_indexes(self, plan: Plan) -> None:
+        """Create the indexes ``plan`` reads now (they are maintained from then on)."""
+
     def values(self, exprs: tuple[Expr, ...]) -> tuple:
         """The values of ground expressions (a fact's arguments). Raises PlanFailure."""
 

@@ -82,6 +82,18 @@ class LocalBackend:
         weakref.finalize(run, _release, filename)
         return run
 
+    def create_indexes(self, plan: p.Plan) -> None:
+        """Build now the hash indexes ``plan`` reads (over the rows there: at the first step,
+        none), so that they are maintained from the start rather than built over a large
+        table by the first step that runs the plan (a removal's first over-deletion, say).
+        Rows arriving in bulk from an offload drop them again (``Store.drop_indexes``)."""
+        store = self.store
+        for op in plan.operators:
+            if isinstance(op, (p.Join, p.AntiJoin)):
+                table = store.table(op.relation)
+                if 0 < len(op.key) < table.arity:
+                    table.index(op.key)
+
     def values(self, exprs: tuple[p.Expr, ...]) -> tuple:
         functions = guard_functions(self.functions, self.user)
         try:

@@ -121,7 +121,8 @@ class _Rule:
         self.reads = self.triggered_by | {plan.head}
         self.head = plan.head
         self.head_event = plan.head_event
-        def prepare(plan: p.Plan) -> Evaluator:
+        def prepare(plan: p.Plan) -> Evaluator:  # compiled when first run; its indexes now
+            backend.create_indexes(plan)
             return _Lazy(backend.prepare, plan)
 
         self.triggers = []
