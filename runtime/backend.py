@@ -86,9 +86,6 @@ class Store(Protocol):
     def added(self, relation: str) -> set[Row]:
         """A new set of the rows added in the step so far (and not removed since)."""
 
-    def added_parts(self, relation: str) -> list[Set[Row]]:
-        """``added`` as disjoint live sets, without merging them (for reports)."""
-
     def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
         """New sets of the rows each relation gained and lost in the step so far (``added``
         and ``removed``, in one call)."""

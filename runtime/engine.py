@@ -407,11 +407,12 @@ class Engine:
         finally:
             self._stepping = False
 
-    def _refuse_reentry(self) -> None:
-        if self._stepping:
-            raise RuntimeError("step() or run() called while a step runs (from a listener or "
-                               "a function of the program): queue inputs instead, with "
-                               "generate_event, insert, delete or deliver")
+    @staticmethod
+    def _refuse_reentry() -> None:
+        """step() or run() while a step runs."""
+        raise RuntimeError("step() or run() called while a step runs (from a listener or "
+                           "a function of the program): queue inputs instead, with "
+                           "generate_event, insert, delete or deliver")
 
     def _step(self) -> StepReport:
         self._committed = False
@@ -420,8 +421,7 @@ class Engine:
         self.now = max(self.now, self.clock.now())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
-        if self._waiting:
-            self._take_deliveries()
+        self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
             ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
@@ -494,8 +494,7 @@ class Engine:
                                if (change.added or change.removed) and self.holder(name))
         if changes:
             self.pending += changes
-        if sends or self._outbox:
-            self._send(report, sends)
+        self._send(report, sends)
         for (kind, relation, row), error in quarantined:
             if row.__class__ is FrameInput:  # a DataFrame: named, not listed
                 row = repr(row)

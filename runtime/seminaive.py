@@ -83,11 +83,12 @@ class _Lazy:
 
     __slots__ = ("evaluator", "plan", "prepare", "replace")
 
-    def __init__(self, prepare: Callable[[p.Plan], Evaluator], plan: p.Plan,
-                 replace: Callable[[Evaluator], None] | None = None) -> None:
+    def __init__(self, prepare: Callable[[p.Plan], Evaluator], plan: p.Plan) -> None:
         self.prepare = prepare
         self.plan = plan
-        self.replace = replace  # puts the evaluator where this stood, once prepared
+        # puts the evaluator where this stood, once prepared (a trigger's insertion plan,
+        # run every round: one call less)
+        self.replace: Callable[[Evaluator], None] | None = None
         self.evaluator: Evaluator | None = None
 
     def __call__(self, seed: Iterable[tuple], exclude: Mapping[str, Set[Row]] = NOTHING,
@@ -121,9 +122,10 @@ class _Rule:
         self.reads = self.triggered_by | {plan.head}
         self.head = plan.head
         self.head_event = plan.head_event
-        def prepare(plan: p.Plan) -> Evaluator:  # compiled when first run; its indexes now
-            backend.create_indexes(plan)
-            return _Lazy(backend.prepare, plan)
+
+        def prepare(each: p.Plan) -> Evaluator:  # compiled when first run; its indexes now
+            backend.create_indexes(each)
+            return _Lazy(backend.prepare, each)
 
         self.triggers = []
         for t in plan.triggers:
@@ -767,8 +769,11 @@ class Fixpoint:
         replaced = {row for row in before.values() if row is not None}
         if replaced:
             store.remove_many(head, replaced - store.asserted(head))  # asserted rows stay
-            # rows of the stratum's views may rest on those that propagated
-            replaced -= {waiting[key] for key in found if key in waiting}
+            # rows of the stratum's views may rest on them: on those that propagated, or
+            # on any where a view reads two of the stratum's relations (the second atom
+            # joins every row there, waiting or not)
+            if rule.plan.stratum in self.linear:
+                replaced -= {waiting[key] for key in found if key in waiting}
             if replaced:
                 self._replaced[head] |= replaced
         best.update(found)
@@ -1171,7 +1176,9 @@ class Fixpoint:
                        rules: list[_Rule]) -> None:
         """After a round that added ``delta``: the step may go on, or it has run past a limit
         (E307, naming the rule that added the most in the round); or, within them, the
-        stratum moves to the offload (``_Moved``)."""
+        stratum moves to the offload (``_Moved``; never a recursive min/max's, whose
+        ``delta`` is what propagates in the next round, not every row the round added: a
+        row improved again before it propagated is not counted)."""
         limits = self.limits
         self.new_rows += sum(map(len, delta.values()))
         self.budget.left = max(0, limits.max_tuples - self.new_rows)
@@ -1313,12 +1320,13 @@ class Fixpoint:
 def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Row]:
     """Of the improved rows that have not propagated yet (``waiting``, each group's
     latest), those that propagate in the next round: the better half by value (those at
-    least as good as the median), taken out of ``waiting``. The others wait: they may
-    improve again before they propagate, as in Dijkstra's algorithm or delta-stepping, so
-    that a round of shortest paths does about half the work of propagating every
-    improvement at once, for a few more rounds. The order of propagation changes no
-    result: the stratum is monotone, and every improvement propagates before the fixpoint
-    ends. ``ordering`` is the value's column and whether greater is better (max)."""
+    least as good as the upper median: 2 of 3, 3 of 4), taken out of ``waiting``. The
+    others wait: they may improve again before they propagate, as in Dijkstra's algorithm
+    or delta-stepping, so that a round of shortest paths does about half the work of
+    propagating every improvement at once, for a few more rounds. The order of
+    propagation changes no result: the stratum is monotone, every improvement propagates
+    before the fixpoint ends, and what views derived from replaced rows goes at its end.
+    ``ordering`` is the value's column and whether greater is better (max)."""
     position, greater = ordering
     rows = list(waiting.values())
     if len(rows) > 2:

@@ -398,7 +398,9 @@ class Table:
         """Hold ``rows`` again after ``release`` (all asserted, with ``asserted``): not a
         change of the step."""
         before = (self.rows, self.indexes, self.asserted, self.ordered)
-        self._take((rows, {cols: defaultdict(list) for cols in self.indexes},
+        # only the key's index now: the others are built when a plan next reads them
+        self._take((rows, {cols: defaultdict(list) for cols in self.indexes
+                           if self.keyed and cols == self.keys},
                     set(rows) if asserted else self.asserted, False))
         self._index_rows(rows)
         self.journal.entries.append((self._take, before))
@@ -420,12 +422,15 @@ class Table:
         else:
             self._index_rows = _make_indexer(indexes)
 
-    def end_events(self) -> tuple | None:
+    @property
+    def changed(self) -> bool:
+        """Whether the table holds or lost rows (an event table: events to end)."""
+        return bool(self.rows or self.removed or self._batches or self._added)
+
+    def end_events(self) -> tuple:
         """Start a step for an event table: last step's events become ``removed`` (views
         that negate them react), and the table is emptied (not journaled). Returns what
-        ``restore_events`` needs to undo it (None: there was nothing to end)."""
-        if not self.rows and not self.removed and not self._batches and not self._added:
-            return None
+        ``restore_events`` needs to undo it."""
         before = (self.rows, self.removed, self._added, self._batches, self.indexes)
         self.removed = self.rows
         self.rows = set()
@@ -435,10 +440,8 @@ class Table:
                           if self.indexes else {})
         return before
 
-    def restore_events(self, before: tuple | None) -> None:
+    def restore_events(self, before: tuple) -> None:
         """Undo ``end_events`` (a step that never happened)."""
-        if before is None:
-            return
         self.rows, self.removed, self._added, self._batches, indexes = before
         for cols in self.indexes.keys() - indexes.keys():  # made in the step: build them
             indexes[cols] = defaultdict(list)
@@ -473,9 +476,6 @@ class LocalStore:
     def added(self, relation: str) -> set[Row]:
         return set().union(*self.tables[relation].added_parts())
 
-    def added_parts(self, relation: str) -> list[set[Row]]:
-        return self.tables[relation].added_parts()
-
     def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
         added, removed = {}, {}
         tables = self.tables
@@ -494,9 +494,7 @@ class LocalStore:
         inserted, deleted = {}, {}
         for table in self._persistent:
             if table._added or table._batches:
-                parts = table.added_parts()
-                if parts:
-                    inserted[table.name] = parts
+                inserted[table.name] = table.added_parts()
             if table.removed:
                 deleted[table.name] = [table.removed]
         return events, inserted, deleted
@@ -626,8 +624,7 @@ class LocalStore:
         self._step_clock = self.clock
         self.tick()  # what the step adds is born after it began
         self._events_before = [(table, table.end_events()) for table in self._events
-                               if table.rows or table.removed or table._batches
-                               or table._added]  # (an event table empty already: no end)
+                               if table.changed]
 
     def abort_step(self) -> None:
         self.rollback()

@@ -104,6 +104,21 @@ def test_the_better_half_of_the_improvements_propagates_first() -> None:
         ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3), (0, 0)]
 
 
+def test_a_view_reading_the_cycle_twice_keeps_nothing_a_waiting_row_derived() -> None:
+    # low(16, 45) waits while the better half propagates; pair's second atom joins it all
+    # the same (pair(10, 50)), and it improves to 2 before it propagates: what it derived
+    # goes with it
+    engine = Engine("low(Y, min<C>) :- edge(4, Y, C).\nlow(Y, min<C>) :- pair(Y, C).\n"
+                    "pair(Y, C) :- low(X, C1), low(Y, _), edge(X, Y, W), C := C1 + W.\n")
+    for row in [(4, 10, 1), (4, 11, 2), (4, 12, 3), (4, 13, 20), (4, 14, 30), (4, 15, 40),
+                (4, 16, 45), (10, 16, 1), (16, 10, 5)]:
+        engine.insert("edge", row)
+    engine.run()
+    assert engine.rows("pair") == [(10, 7), (16, 2)]
+    assert engine.rows("low") == [(10, 1), (11, 2), (12, 3), (13, 20), (14, 30), (15, 40),
+                                  (16, 2)]
+
+
 def test_a_cut_edge_raises_distances() -> None:
     engine = Engine(SSSP)
     for row in [(0, 1, 1), (1, 2, 1), (0, 2, 5), (2, 3, 1)]:
