@@ -113,7 +113,9 @@ class _Rule:
     """A rule's plans prepared on the backend, and what evaluating them needs."""
 
     def __init__(self, plan: p.RulePlan, backend: Backend, arity: int,
-                 budget: _Budget) -> None:
+                 budget: _Budget, recursive: bool = False) -> None:
+        """``recursive``: the rule of a recursive min/max (whose groups are recomputed only
+        after removals: that plan's indexes are built when it first runs)."""
         self.plan = plan
         self.budget = budget
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
@@ -123,9 +125,10 @@ class _Rule:
         self.head = plan.head
         self.head_event = plan.head_event
 
-        def prepare(each: p.Plan) -> Evaluator:  # compiled when first run; its indexes now
-            backend.create_indexes(each)
-            return _Lazy(backend.prepare, each)
+        def prepare(each: p.Plan, indexed: bool = True) -> Evaluator:
+            if indexed:  # now, so that they are kept up to date from the start
+                backend.create_indexes(each)
+            return _Lazy(backend.prepare, each)  # compiled when it first runs
 
         self.triggers = []
         for t in plan.triggers:
@@ -147,7 +150,7 @@ class _Rule:
         self.zero: list[tuple[str, Evaluator]] = []
         self.every: Evaluator | None = None
         if aggregation is not None:
-            self.groups = prepare(aggregation.groups)
+            self.groups = prepare(aggregation.groups, indexed=not recursive)
             if aggregation.every is not None:
                 self.every = prepare(aggregation.every)
             self.zero = [(z.driver.relation, prepare(z))  # type: ignore[union-attr]
@@ -404,8 +407,9 @@ class Fixpoint:
         self.deadline: float | None = None
         relations = plan.relations
         self.budget = _Budget(self.limits.max_tuples, self.limits.max_tuples)
-        self.rules = [_Rule(r, backend, relations[r.head].arity, self.budget)
-                      for r in plan.rules]
+        monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
+        self.rules = [_Rule(r, backend, relations[r.head].arity, self.budget,
+                            r.stratum in monotone) for r in plan.rules]
         # each stratum's rules by role: views, event heads, aggregates
         self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
         for stratum in plan.strata:
@@ -414,7 +418,7 @@ class Fixpoint:
                 [r for r in rules if not r.head_event and r.aggregation is None],
                 [r for r in rules if r.head_event and r.aggregation is None],
                 [r for r in rules if r.aggregation is not None]))
-        self.monotone = {stratum.index for stratum in plan.strata if stratum.monotone}
+        self.monotone = monotone
         self.strict = {stratum.index for stratum in plan.strata if stratum.strict}
         # recursive min/max strata that compute with + or -: their values must be numbers
         # (a string or list grows by `+` out of order: "a" < "ab" but "az" > "abz")
