@@ -27,26 +27,28 @@ class _Lift:
     then put back as it was, unless someone else changed it meanwhile. A class, not a
     generator: a step opens one, and a step can take a few microseconds."""
 
-    __slots__ = ("active", "before", "get", "lifts", "put", "value")
+    __slots__ = ("active", "before", "get", "lifted", "lifts", "put", "value")
 
     def __init__(self, get: Callable[[], int], put: Callable[[int], None], value: int,
                  lifts: Callable[[int], bool]) -> None:
         self.get, self.put, self.value, self.lifts = get, put, value, lifts
         self.active = 0  # holders inside, in any thread
         self.before = 0  # the setting before the first of them
+        self.lifted = False  # whether the first of them lifted it
 
     def __enter__(self) -> None:
         with _lock:
             if self.active == 0:
                 self.before = self.get()
-                if self.lifts(self.before):
+                self.lifted = self.lifts(self.before)
+                if self.lifted:
                     self.put(self.value)
             self.active += 1
 
     def __exit__(self, *exc: object) -> None:
         with _lock:
             self.active -= 1
-            if self.active == 0 and self.lifts(self.before) and self.get() == self.value:
+            if self.active == 0 and self.lifted and self.get() == self.value:
                 self.put(self.before)
 
 

@@ -186,6 +186,7 @@ class Engine:
         self._frames_queued = False  # a DataFrame was queued as an input (_queue_frame)
         self._committed = False  # the current step has committed (its callbacks run)
         self.listeners: list[Listener] = []
+        self._phase: dict[str, list[Listener]] = {"pre": [], "post": [], "send": []}
         self._sent_hooks: list[Callable[[], None]] = []  # after each step's sends
         self._inbox = Inbox()
         self._waiting = self._inbox.items  # (its truth: a delivery waits)
@@ -240,7 +241,9 @@ class Engine:
             offload.keep_local(relation, self.store)
         if offloads and (not self._stepping or self._committed):  # (no later rollback)
             self.store.commit()
-        self.listeners.append(Listener(relation, pattern, callback, phase, op))
+        listener = Listener(relation, pattern, callback, phase, op)
+        self.listeners.append(listener)
+        self._phase[phase].append(listener)
 
     registerListener = register_listener
 
@@ -638,7 +641,7 @@ class Engine:
             soft.forget(row)
 
     def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
-        pre = [listener for listener in self.listeners if listener.phase == "pre"]
+        pre = self._phase["pre"]
         if not pre:
             return
         for kind, relation, row in inputs:
@@ -751,11 +754,10 @@ class Engine:
                          for row in sorted_rows(rows)]
         report.sent = outbound
         listeners: dict[tuple[str, str], list[Listener]] = {}  # (relation, op) -> listeners
-        for listener in self.listeners:
-            if listener.phase == "send":
-                for op in ("event", "insert", "delete", "retract") if listener.op is None \
-                        else (listener.op,):
-                    listeners.setdefault((listener.relation, op), []).append(listener)
+        for listener in self._phase["send"]:
+            for op in ("event", "insert", "delete", "retract") if listener.op is None \
+                    else (listener.op,):
+                listeners.setdefault((listener.relation, op), []).append(listener)
         for message in outbound:
             for listener in listeners.get((message.relation, message.op), ()):
                 if listener.pattern is None or matches(listener.pattern, message.row):
@@ -789,9 +791,7 @@ class Engine:
         raw["events"], raw["inserted"], raw["deleted"] = self.store.step_changes()
 
     def _post_listeners(self, report: StepReport) -> None:
-        for listener in self.listeners:
-            if listener.phase != "post":
-                continue
+        for listener in self._phase["post"]:
             batches = []
             if self.relations[listener.relation].event:
                 batches.append(report.rows("events", listener.relation))
