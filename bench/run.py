@@ -33,24 +33,31 @@ BASELINE = "overlog (baseline)"
 LOCAL = "overlog (local)"  # --backend local: the Python backend alone
 
 
+def _queued(program: str, facts: dict[str, list[tuple]], backend: str = "auto") -> Any:
+    """An engine of ``program`` with ``facts`` (relation -> rows) queued as inserts."""
+    from overlog import Engine
+
+    engine = Engine(program, backend=backend)
+    _insert_all(engine, facts)
+    return engine
+
+
+def _insert_all(engine: Any, facts: dict[str, list[tuple]]) -> None:
+    for name, rows in facts.items():
+        for row in rows:
+            engine.insert(name, row)
+
+
 def _overlog(program: str, relation: str, facts: dict[str, list[tuple]],
              backend: str = "auto") -> dict:
     """Load: the program compiled and the facts inserted through the API (which queues
     them); evaluation: the run, which puts them in their tables first."""
-    from overlog import Engine
 
-    def load() -> Engine:
-        engine = Engine(program, backend=backend)
-        for name, rows in facts.items():
-            for row in rows:
-                engine.insert(name, row)
-        return engine
-
-    def evaluate(engine: Engine) -> int:
+    def evaluate(engine: Any) -> int:
         engine.run()
         return engine.count(relation)  # (where it lives: the store, Spark or DuckDB)
 
-    return peers.phases(load, evaluate)
+    return peers.phases(lambda: _queued(program, facts, backend), evaluate)
 
 
 def _overlog_query(program: str, relation: str, facts: dict[str, list[tuple]],
@@ -58,20 +65,14 @@ def _overlog_query(program: str, relation: str, facts: dict[str, list[tuple]],
     """Load: the program compiled and the facts put in their tables (a step in which they
     are the only inputs); evaluation: a step that inserts ``query``, as a query of a
     database already holding its data, like the floor's evaluation over its index."""
-    from overlog import Engine
 
-    def load() -> Engine:
-        engine = Engine(program)
-        for name, rows in facts.items():
-            for row in rows:
-                engine.insert(name, row)
+    def load() -> Any:
+        engine = _queued(program, facts)
         engine.run()
         return engine
 
-    def evaluate(engine: Engine) -> int:
-        for name, rows in query.items():
-            for row in rows:
-                engine.insert(name, row)
+    def evaluate(engine: Any) -> int:
+        _insert_all(engine, query)
         engine.run()
         return engine.count(relation)
 
@@ -94,11 +95,7 @@ def _backends(measure: Callable[[str], Any]) -> dict:
 def _incremental(edges: list[tuple], change: str, edge: tuple,
                  backend: str = "auto") -> tuple[float, int]:
     """Seconds for one step that inserts or deletes one edge (after computing the closure)."""
-    from overlog import Engine
-
-    engine = Engine(workloads.TC, backend=backend)
-    for row in edges:
-        engine.insert("link", row)
+    engine = _queued(workloads.TC, {"link": edges}, backend)
     engine.run()
     getattr(engine, change)("link", edge)
     start = time.perf_counter()
@@ -110,13 +107,9 @@ def _delete_each(edges: list[tuple], picks: int, backend: str = "auto") -> dict:
     """For ``picks`` edges spread over the edge list, each in an engine of its own: the
     closure computed, then one step that deletes that edge. Reports the median step (and
     every step, for the slowest)."""
-    from overlog import Engine
-
     steps, count = [], 0
     for edge in edges[::max(1, len(edges) // picks)][:picks]:
-        engine = Engine(workloads.TC, backend=backend)
-        for row in edges:
-            engine.insert("link", row)
+        engine = _queued(workloads.TC, {"link": edges}, backend)
         engine.run()
         engine.delete("link", edge)
         start = time.perf_counter()
@@ -129,12 +122,8 @@ def _delete_each(edges: list[tuple], picks: int, backend: str = "auto") -> dict:
 def _sssp_cut(nodes: int, arcs: int) -> tuple[float, int]:
     """Seconds for one step that deletes an edge of the shortest-path tree (the middle one
     in edge order) after the recursive min's distances are computed."""
-    from overlog import Engine
-
     edges = workloads.weighted_random(nodes, arcs)
-    engine = Engine(workloads.SSSP_RECURSIVE)
-    for row in edges:
-        engine.insert("edge", row)
+    engine = _queued(workloads.SSSP_RECURSIVE, {"edge": edges})
     engine.run()
     dist = dict(engine.store.rows("dist"))
     tree = [(a, b, w) for a, b, w in edges if a in dist and dist.get(b) == dist[a] + w]
@@ -148,11 +137,7 @@ def _failing_step(edges: list[tuple]) -> tuple[float, int]:
     """Seconds for a step that computes a closure and fails on one bad event: the step is
     rolled back, the culprit found by re-running it on prefixes of its inputs, and run
     again without it."""
-    from overlog import Engine
-
-    engine = Engine(workloads.TC + "bad(Q) :- boom[X], Q := 1 / X.\n")
-    for row in edges:
-        engine.insert("link", row)
+    engine = _queued(workloads.TC + "bad(Q) :- boom[X], Q := 1 / X.\n", {"link": edges})
     engine.generate_event("boom", (0,))
     start = time.perf_counter()
     report = engine.step()
