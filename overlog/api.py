@@ -102,19 +102,21 @@ class Engine(_engine.Engine):
 
         rel = self._persistent(relation)
         strata = self.spark
-        if strata is not None:
-            frame = strata.resident_frame(relation)
-            if frame is not None:
-                return frame
-        session = spark.session(*((strata.master, strata.conf) if strata else ()))
-        vector = self.vector  # (a relation held in DuckDB crosses through Python)
-        rows = vector.collect(relation) if vector and relation in vector.held else \
-            self.store.rows(relation)
-        try:
-            return spark.frame_of(session, rows, rel.arity)
-        except spark.Unsupported as why:
-            raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: "
-                             f"{why}") from None
+        frame = strata.resident_frame(relation) if strata is not None else None
+        if frame is None:
+            session = spark.session(*((strata.master, strata.conf) if strata else ()))
+            vector = self.vector  # (a relation held in DuckDB crosses through Python)
+            rows = vector.collect(relation) if vector and relation in vector.held else \
+                self.store.rows(relation)
+            try:
+                frame = spark.frame_of(session, rows, rel.arity)
+            except spark.Unsupported as why:
+                raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: "
+                                 f"{why}") from None
+        if spark.has_lists(frame):  # (Spark holds them as bytes only the engine reads)
+            raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: a list "
+                             "value")
+        return frame
 
 
 def compile_program(source: str, path: str | None = None,

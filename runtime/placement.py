@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from overlog.runtime.vector import VectorStrata
 
 Row = tuple
-RECURSIVE = "a recursive min/max runs on the local backend"
+RECURSIVE = "a recursive min/max (DuckDB runs none)"
 
 
 def stratum_views(plan: p.ProgramPlan, index: int) -> tuple[list[p.RulePlan], str | None]:
@@ -40,8 +40,8 @@ def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
     """The relations that may live only in an offload (Spark, DuckDB), each with the stratum
     deriving it (None: an input relation, derived by no rule): persistent, without keys or
     soft state, derived only by view rules of a stratum that may run there (not in
-    ``never``) and reads no events, and read only by such rules; and, for every relation,
-    the strata reading it."""
+    ``never``, nor a recursive min/max) and reads no events, and read only by such rules;
+    and, for every relation, the strata reading it."""
     relations = plan.relations
     events = {name for name, rel in relations.items() if rel.event}
     heads = {rule.head for rule in plan.rules}
@@ -57,6 +57,8 @@ def holdable(plan: p.ProgramPlan, never: Mapping[int, str],
                 or rule.aggregation is not None or rule.stratum in never or reads & events):
             for name in {rule.head, *reads}:
                 found.pop(name, None)
+        elif plan.strata[rule.stratum].monotone:  # type: ignore[index]
+            found.pop(rule.head, None)  # (a recursive min/max gives back its rows)
     return {name: stratum for name, stratum in found.items()
             if (rel := relations.get(name)) and not rel.event and not rel.keyed
             and not rel.builtin and rel.lifetime == math.inf and rel.size == math.inf
@@ -107,6 +109,14 @@ class Placement:
             return None
         self.name = self.vector.name
         return self.vector.evaluate(rules, store, max_rounds, plus, minus, cap)
+
+    def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int) -> Any:
+        if self.spark is None:  # (DuckDB runs no recursive min/max)
+            return None
+        self.name = self.spark.name
+        return self.spark.monotone(rules, store, max_rounds, plus, minus, cap)
 
     def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                   delta: Mapping[str, set[Row]], cap: int) -> Any:

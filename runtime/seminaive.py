@@ -329,7 +329,8 @@ class Offload(Protocol):
     added, rows removed) and how many new rows the step may still take (``cap``): each head's
     rows to add and rows no longer derived, or Held for a head whose rows stay there
     (the store releases them); ``forget``: the result was not taken (evaluate that stratum
-    afresh next time). ``groups``: an aggregate rule's groups, group key (the head's other
+    afresh next time). ``monotone``: ``evaluate`` for a recursive min/max.
+    ``groups``: an aggregate rule's groups, group key (the head's other
     columns) -> row. ``held``: the relations whose rows it holds; ``changed``: whether the
     step changed any of them among ``relations``. When ``evaluate`` returns None it has put
     the held relations the stratum touches back in the store first, with the step's
@@ -360,6 +361,12 @@ class Offload(Protocol):
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                  cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
+
+    def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """A recursive min/max stratum's rules (as ``evaluate`` takes views): each head's
+        rows to add and rows no longer derived, the stratum evaluated afresh."""
 
     def forget(self, stratum: int, store: Any) -> None: ...
 
@@ -594,9 +601,34 @@ class Fixpoint:
                                   self.budget.left) if delta is None else
                  offload.continues(rules, self.store, self.limits.max_rounds - rounds,
                                    delta, self.budget.left))
-        if found is None:
+        return found is not None and self._apply(views[0].plan.stratum, found)  # type: ignore[arg-type]
+
+    def _offloaded_monotone(self, rules: list[_Rule], plus: dict, minus: dict) -> bool:
+        """Evaluate a recursive min/max on the offload (Spark) and put what changed in the
+        store, each head's groups following its derived rows; False when the offload
+        leaves it to this fixpoint."""
+        offload = self.offload
+        assert offload is not None
+        found = offload.monotone([r.plan for r in rules], self.store, self.limits.max_rounds,
+                                 plus, minus, self.budget.left)
+        if found is None or not self._apply(rules[0].plan.stratum, found):  # type: ignore[arg-type]
             return False
-        stratum = views[0].plan.stratum
+        store = self.store
+        for rule in rules:
+            if rule.aggregation is not None:
+                head = rule.head
+                position = rule.aggregation.position
+                store.on_rollback(_restore_best, (self.best, head, self.best[head]))
+                self.best[head] = {row[:position] + row[position + 1:]: row
+                                   for row in store.rows(head) - store.asserted(head)}
+        return True
+
+    def _apply(self, stratum: int, found: Mapping[str, tuple[set[Row], set[Row]] | Held],
+               ) -> bool:
+        """Put what the offload's evaluation of a stratum changed in the store; False (the
+        offload told to forget it) when it passes a step limit."""
+        offload = self.offload
+        assert offload is not None
         count = sum(change.added if isinstance(change, Held) else len(change[0])
                     for change in found.values())
         if count > self.budget.left or (self.deadline is not None
@@ -637,6 +669,14 @@ class Fixpoint:
         stratum's relations): they would otherwise keep what the worse values derived."""
         rules = [*views, *aggregates]
         plus, minus = self._snapshot(rules)
+        if self.offload is not None and (
+                any(plus.values()) or any(minus.values()) or self.initial
+                or self.offload.changed(plus)):
+            held = self.offload.held.keys() & plus.keys()
+            if self._offloaded_monotone(rules, plus, minus):
+                return
+            if held:  # back in the store, with the step's changes
+                plus, minus = self._snapshot(rules)
         heads = {rule.head for rule in rules}
         store = self.store
         self._floor = {}

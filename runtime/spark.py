@@ -36,12 +36,13 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
+from overlog.runtime import sparklist
 from overlog.runtime.backend import FrameInput, InputFailure
 
 # with --backend auto, a stratum moves to Spark once the tables it reads and writes hold
 # THRESHOLD rows (a quarter of the machine's memory as local rows)
 from overlog.runtime.memory import THRESHOLD
-from overlog.runtime.placement import RECURSIVE, holdable, stratum_views
+from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Fixpoint, Held
 from overlog.values import Bool, IntFloat, internal_row
 
@@ -175,7 +176,8 @@ def first_line(error: BaseException, limit: int = 160) -> str:
 
 # -- types ---------------------------------------------------------------------------------
 
-_TYPES = {int: "bigint", float: "double", IntFloat: "double", str: "string", Bool: "boolean"}
+_TYPES = {int: "bigint", float: "double", IntFloat: "double", str: "string", Bool: "boolean",
+          tuple: "binary"}  # a list: its encoding (runtime/sparklist.py)
 
 
 def column_types(rows: Iterable[Row], arity: int) -> list[str | None]:
@@ -189,9 +191,7 @@ def column_types(rows: Iterable[Row], arity: int) -> list[str | None]:
     types: list[str | None] = []
     for kinds in found:
         kinds.discard(type(None))
-        names = {_TYPES.get(kind) for kind in kinds}
-        if None in names:
-            raise Unsupported("a list value")
+        names = {_TYPES[kind] for kind in kinds}
         if len(names) > 1:
             raise Unsupported(f"a column holding {' and '.join(sorted(names))} values")
         types.append(names.pop() if names else None)
@@ -213,6 +213,11 @@ def _check_value(value: Any) -> None:
                     from None
     elif (kind is float or kind is IntFloat) and not value and math.copysign(1, value) < 0:
         raise Unsupported("-0.0 (Spark writes it 0.0)")
+    elif kind is tuple:
+        try:
+            sparklist.encode(value)
+        except ValueError as error:
+            raise Unsupported(f"a list Spark cannot hold as it is ({error})") from None
 
 
 def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
@@ -241,8 +246,6 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
                                     "use (int, float, str or bool)")
                     elif call.function not in SPARK_FUNCTIONS:
                         return f"{call.function}() has no Spark equivalent yet"
-                if _has_list(expr):
-                    return "a list"
     return None
 
 
@@ -264,12 +267,19 @@ def return_type(fn: Callable) -> str | None:
 
 def stratum_reason(plan: p.ProgramPlan, index: int,
                    user: Mapping[str, Callable] | None = None) -> str | None:
-    """Why a stratum's view rules never run on Spark (None: they may, or it has none)."""
+    """Why a stratum's view rules (a recursive min/max: all its rules) never run on Spark
+    (None: they may, or it has none)."""
+    arity = {name: rel.arity for name, rel in plan.relations.items()}
+    if plan.strata[index].monotone:
+        rules = [plan.rules[i] for i in plan.strata[index].rules]
+        for rule in rules:
+            if plan.relations[rule.head].keyed:
+                return f"`{rule.head}` has keys (in a recursive min/max)"
+        return static_reason(rules, arity, user)
     views, reason = stratum_views(plan, index)
     if not views or reason is not None:
         return reason
-    return static_reason(views, {name: rel.arity for name, rel in plan.relations.items()},
-                         user)
+    return static_reason(views, arity, user)
 
 
 def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
@@ -283,6 +293,13 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
     for stratum in plan.strata:
         rules = [plan.rules[i] for i in stratum.rules]
         lines = []
+        if stratum.monotone:
+            reason = stratum_reason(plan, stratum.index)
+            if reason is not None:
+                never[stratum.index] = reason
+            notes[stratum.index] = ["the recursive min/max runs " + (
+                where if reason is None else f"locally ({reason})")]
+            continue
         if any(not r.head_event and r.aggregation is None for r in rules):
             reason = stratum_reason(plan, stratum.index)
             if reason is not None:
@@ -290,7 +307,7 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
             lines.append("views run " + (where if reason is None else f"locally ({reason})"))
         for rule in rules:
             if rule.aggregation is not None and not rule.head_event:
-                reason = RECURSIVE if stratum.monotone else static_reason([rule], arity)
+                reason = static_reason([rule], arity)
                 lines.append(f"{rule.label} runs " + (where if reason is None
                                                       else f"locally ({reason})"))
         notes[stratum.index] = lines or ["event rules run locally"]
@@ -308,18 +325,24 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
     return notes
 
 
-def _has_list(expr: p.Expr) -> bool:
-    match expr:
-        case p.MakeList():
-            return True
-        case p.Const(value=value):
-            return value.__class__ is tuple
-        case p.Arith(left=left, right=right):
-            return _has_list(left) or _has_list(right)
-        case p.Negate(operand=operand):
-            return _has_list(operand)
-        case p.Call(args=args):
-            return any(_has_list(a) for a in args)
+def _makes_list(expr: p.Expr) -> bool:
+    """Whether ``expr`` makes a list (f_concat: of lists, seen in the data). Iterative:
+    expressions nest 1,000 deep."""
+    todo = [expr]
+    while todo:
+        match todo.pop():
+            case p.MakeList():
+                return True
+            case p.Const(value=value) if value.__class__ is tuple:
+                return True
+            case p.Arith(left=left, right=right):
+                todo += (left, right)
+            case p.Negate(operand=operand):
+                todo.append(operand)
+            case p.Call(function=function, args=args):
+                if function in ("f_cons", "f_append", "f_cdr"):
+                    return True
+                todo += args
     return False
 
 
@@ -350,10 +373,10 @@ def _literal(value: Any) -> tuple[str, str | None]:
     """A value as Spark SQL, with its type."""
     if value is None:
         return "NULL", None
-    kind = _TYPES.get(value.__class__)
-    if kind is None:
-        raise Unsupported("a list constant")
+    kind = _TYPES[value.__class__]
     _check_value(value)
+    if kind == "binary":
+        return f"X'{sparklist.encode(value).hex()}'", kind
     if kind == "bigint":
         return f"CAST({value} AS BIGINT)", kind
     if kind == "double":
@@ -409,6 +432,8 @@ class Translator:
                 values = [self.expr(arg, frame) for arg in args]
                 found = self.udf(function)
                 if found is not None:  # a user function
+                    if any(kind == "binary" for _, kind in values):
+                        raise Unsupported(f"a list passed to {function}()")
                     name, kind = found
                     return f"{name}({', '.join(text for text, _ in values)})", kind
                 if function == "f_now":
@@ -416,11 +441,18 @@ class Translator:
                         raise Unsupported("f_now() without the engine's clock")
                     return _literal(self.now())
                 return _call(function, values, self.udf)
-        raise Unsupported("a list expression")
+            case p.MakeList(items=items):
+                values = [self.expr(item, frame) for item in items]
+                if not values:
+                    return _literal(())
+                return _udf_call(self.udf, sparklist.MAKE, values), "binary"
+        raise AssertionError(f"an expression the planner does not make: {expr!r}")
 
     def condition(self, op: str, left: str, ta: str | None, right: str, tb: str | None) -> str:
         if ta is not None and tb is not None and ta != tb:
             raise Unsupported(f"comparing {ta} with {tb} values")
+        if "binary" in (ta, tb) and op not in ("==", "!="):  # (Spark orders the encodings)
+            raise Unsupported("ordering lists")
         if op in ("==", "!="):  # null-safe; a void column (nulls only) never matches <=>
             same = ("TRUE" if ta is None and tb is None else f"({right} IS NULL)"
                     if ta is None else f"({left} IS NULL)" if tb is None
@@ -478,6 +510,8 @@ class Translator:
             test = self.condition("==", f"`{prefix}_c{column}`",
                                   frame.types[f"{prefix}_c{column}"], *self.expr(expr, frame))
             frame = _Frame(frame.frame.filter(F.expr(test)), names)
+        if any(_raises(expr) for _, expr in checks):  # evaluated on every row, as locally
+            frame = _Frame(frame.frame.localCheckpoint(eager=True), names)
         return frame
 
     def _join(self, left: _Frame, right: DataFrame, key: tuple[int, ...],
@@ -532,6 +566,8 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     nulls = f"count_if(`{column}` IS NULL) > 0"
     if function == "count":
         value = "count(1)"
+    elif function in ("min", "max") and kind == "binary":
+        raise Unsupported(f"{function}<> of lists")
     elif function in ("min", "max"):
         value = (f"CASE WHEN {nulls} AND count(1) > 1 THEN raise_error('cannot compare "
                  f"null') ELSE {function}(`{column}`) END")
@@ -595,13 +631,20 @@ def _arith(op: str, a: str, ta: str | None, b: str, tb: str | None) -> tuple[str
 
 
 # built-in functions Spark runs with the local meaning (for the argument types _call takes)
-SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_tostr", "f_min", "f_max", "f_now"})
-TOSTR = "<tostr>"  # the UDF writing a float as Overlog does
+SPARK_FUNCTIONS = frozenset({"f_size", "f_concat", "f_tostr", "f_min", "f_max", "f_now",
+                             *sparklist.FUNCTIONS})
 
 
 def _call(function: str, args: list[tuple[str, str | None]],
           udf: Callable[[str], tuple[str, str] | None]) -> tuple[str, str | None]:
-    """A built-in function call as Spark SQL (runtime/builtins.py has the local meaning)."""
+    """A built-in function call as Spark SQL (runtime/builtins.py has the local meaning);
+    those of lists (f_size and f_concat: when they take only lists) as Python UDFs."""
+    if function == "f_concat" and not args:  # (of no lists: the empty list)
+        return _literal(())
+    kinds = [kind for _, kind in args]
+    lists = "binary" in kinds and (function == "f_size" or set(kinds) == {"binary"})
+    if function in sparklist.FUNCTIONS and (function not in ("f_size", "f_concat") or lists):
+        return _udf_call(udf, function, args), sparklist.FUNCTIONS[function]
     if function == "f_size":  # of a string: its length in code points
         ((text, kind),) = args
         if kind != "string":
@@ -612,7 +655,7 @@ def _call(function: str, args: list[tuple[str, str | None]],
         parts = [_text(text, kind, udf) for text, kind in args]
         return f"concat({', '.join(parts)})", "string"
     (a, ta), (b, tb) = args  # f_min, f_max: of two values of one type, neither null
-    if ta is None or tb is None or ta != tb:
+    if ta is None or tb is None or ta != tb or ta == "binary":
         raise Unsupported(f"{function}() of {ta or 'null'} and {tb or 'null'} values")
     pick = "least" if function == "f_min" else "greatest"
     return (f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN raise_error('cannot compare null') "
@@ -621,12 +664,18 @@ def _call(function: str, args: list[tuple[str, str | None]],
 
 def _text(text: str, kind: str | None, udf: Callable[[str], tuple[str, str] | None]) -> str:
     """A value as f_tostr writes it, in Spark SQL."""
-    if kind == "double":  # Python's shortest repr, as Overlog writes floats
-        found = udf(TOSTR)
-        if found is None:
-            raise Unsupported("writing a float")
-        return f"{found[0]}({text})"
+    if kind in ("double", "binary"):  # Python's shortest repr, as Overlog writes floats
+        return _udf_call(udf, sparklist.TOSTR, [(text, kind)])
     return f"coalesce(CAST({text} AS STRING), 'null')"
+
+
+def _udf_call(udf: Callable[[str], tuple[str, str] | None], function: str,
+              args: list[tuple[str, str | None]]) -> str:
+    """A call of the Python UDF of a built-in function (runtime/sparklist.py)."""
+    found = udf(f"<{function}>")
+    if found is None:
+        raise Unsupported(f"{function}() without the engine's UDFs")
+    return f"{found[0]}({', '.join(text for text, _ in args)})"
 
 
 def _not_null(text: str) -> str:
@@ -642,7 +691,7 @@ def frame_of(spark: SparkSession, rows: Set[Row] | list[Row], arity: int) -> Dat
 
     kinds = column_types(rows, arity)
     arrow = {"bigint": pa.int64(), "double": pa.float64(), "string": pa.string(),
-             "boolean": pa.bool_(), None: pa.null()}
+             "boolean": pa.bool_(), "binary": pa.binary(), None: pa.null()}
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(arity)]
     table = pa.table({f"c{i}": pa.array([_plain(v) for v in column], type=arrow[kind])
                       for i, (column, kind) in enumerate(zip(columns, kinds, strict=True))}
@@ -655,16 +704,28 @@ def frame_of(spark: SparkSession, rows: Set[Row] | list[Row], arity: int) -> Dat
 def _plain(value: Any) -> Any:
     if value.__class__ is Bool:
         return value.truth
+    if value.__class__ is tuple:
+        return sparklist.encode(value)
     return float(value) if value.__class__ is IntFloat else value
 
 
 def rows_of(frame: DataFrame) -> set[Row]:
     """A DataFrame's rows as engine values (through Arrow)."""
+    import pyarrow as pa
+
     table = frame.toArrow()
     if not table.num_columns:
         return {()} if table.num_rows else set()
-    columns = [column.to_pylist() for column in table.columns]
+    columns = [[None if v is None else sparklist.decode(v) for v in column.to_pylist()]
+               if pa.types.is_binary(column.type) else column.to_pylist()
+               for column in table.columns]
     return {internal_row(row) for row in zip(*columns, strict=True)}
+
+
+def has_lists(frame: DataFrame) -> bool:
+    """Whether a frame holds lists (their encoding): such a relation does not stay in Spark,
+    whose DataFrames, CSV and Parquet files and sorted batches would hold the encoding."""
+    return any(kind == "binary" for _, kind in frame.dtypes)
 
 
 def overlog_columns(frame: DataFrame, relation: str, arity: int) -> DataFrame:
@@ -724,6 +785,90 @@ def _matched(rows: DataFrame, other: DataFrame, how: str) -> DataFrame:
     return rows.join(theirs, test, how).distinct()
 
 
+def _improvements(head: str, held: DataFrame, candidates: list[DataFrame], position: int,
+                  function: str) -> DataFrame:
+    """A recursive min/max's improvements (checkpointed): for each group (every column but
+    ``position``) of the ``candidates``, the best of them, where it is strictly better
+    than every row the group holds (``held``). Numbers only, never null (Spark fails on a
+    null, and the local backend reports it); Unsupported for other values."""
+    from pyspark.sql import functions as F
+
+    typed = _unify([held, *candidates], head)
+    held, rows = typed[0], _union(typed[1:], head)
+    value = f"c{position}"
+    kind = _type(dict(rows.dtypes)[value])
+    if kind not in (*_NUMERIC, None):  # (None: no rows, or nulls, which fail below)
+        raise Unsupported(f"a recursive {function} of {kind} values")
+    group = [c for c in rows.columns if c != value]
+    pick = (f"CASE WHEN count_if(`{value}` IS NULL) > 0 THEN raise_error('cannot compare "
+            f"null') ELSE {function}(`{value}`) END")
+    # (with no group column Spark aggregates no rows to one: it is no group)
+    ours = rows.groupBy(*group).agg(F.expr(pick).alias(value), F.count(F.lit(1)).alias("n"))
+    theirs = held.groupBy(*group).agg(F.expr(pick).alias("held"),
+                                      F.count(F.lit(1)).alias("n")).filter("n > 0")
+    theirs = theirs.select(*(F.col(c).alias(f"held_{c}") for c in group), "held")
+    test = " AND ".join(f"(`{c}` <=> `held_{c}`)" for c in group) or "TRUE"
+    better = "<" if function == "min" else ">"
+    return (ours.filter("n > 0").join(theirs, F.expr(test), "left")
+            .filter(f"held IS NULL OR `{value}` {better} held")
+            .select(*rows.columns).localCheckpoint(eager=True))
+
+
+def _novel(total: DataFrame, outputs: list[DataFrame], head: str,
+           ) -> tuple[DataFrame, DataFrame]:
+    """A head's table and the rows of ``outputs`` not in it (checkpointed), typed alike."""
+    typed = _unify([total, *outputs], head)
+    return typed[0], _difference(_union(typed[1:], head), typed[0]).localCheckpoint(eager=True)
+
+
+def _triggered(translate: Translator, rules: list[p.RulePlan], delta: Mapping[str, DataFrame],
+               left: Mapping[str, DataFrame], frames: Mapping[str, DataFrame],
+               sizes: Mapping[str, int]) -> dict[str, list[DataFrame]]:
+    """Each head's rows derived from the new rows of its rules' atoms (``delta``) and from
+    the rows that left a relation they negate (``left``): a round of insertion."""
+    found: dict[str, list[DataFrame]] = {rule.head: [] for rule in rules}
+    for rule in rules:
+        for trigger in rule.triggers:
+            seeds = left if trigger.negated else delta
+            if trigger.relation in seeds:
+                found[rule.head] += _derive(translate, trigger.insert, seeds[trigger.relation],
+                                            frames, sizes)
+    return found
+
+
+def _derive(translate: Translator, plan: p.Plan, driver: DataFrame | None,
+            frames: Mapping[str, DataFrame], sizes: Mapping[str, int]) -> list[DataFrame]:
+    """``plan``'s rows (``Translator.run``), or none when it reads a relation that
+    ``sizes`` (rows of relations, where known) says is empty (its driver, when ``driver``
+    is that relation's table, or a join before anything that can fail): it derives
+    nothing then, and that relation's columns have no type to translate with."""
+    scan = plan.driver.relation if isinstance(plan.driver, p.Scan) else None
+    if scan is not None and driver is frames.get(scan) and sizes.get(scan) == 0:
+        return []
+    if isinstance(plan.driver, p.Scan) and any(_raises(e) for _, e in plan.driver.checks):
+        return [translate.run(plan, driver, frames)]
+    for op in plan.operators:
+        if isinstance(op, (p.Join, p.AntiJoin)) and any(map(_raises, op.key_terms)):
+            break  # (key expressions are evaluated before the join)
+        if isinstance(op, p.Join) and sizes.get(op.relation) == 0:
+            return []
+        if _can_fail(op):
+            break
+    return [translate.run(plan, driver, frames)]
+
+
+def _other_groups(rows: DataFrame, groups: DataFrame, position: int) -> DataFrame:
+    """The rows of ``rows`` whose group (every column but ``position``) has no row in
+    ``groups``."""
+    from pyspark.sql import functions as F
+
+    rows, groups = _unify([rows, groups], "a relation")
+    keys = [c for c in rows.columns if c != f"c{position}"]
+    theirs = groups.select(*(F.col(c).alias(f"other_{c}") for c in keys))
+    test = " AND ".join(f"(`{c}` <=> `other_{c}`)" for c in keys) or "TRUE"
+    return rows.join(theirs, F.expr(test), "left_anti")
+
+
 def _compact(frame: DataFrame, partitions: int) -> DataFrame:
     """``frame`` in ``partitions`` partitions, checkpointed (its lineage cut)."""
     return frame.coalesce(partitions).localCheckpoint(eager=True)
@@ -758,6 +903,15 @@ def _union(frames: list[DataFrame], head: str) -> DataFrame:
     for frame in typed[1:]:
         result = result.union(frame)
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What a step changed in a held relation: the rows that came and the rows that went
+    (None: none), checkpointed."""
+
+    gained: DataFrame | None
+    lost: DataFrame | None
 
 
 @dataclass(slots=True)
@@ -822,11 +976,16 @@ class SparkStrata:
         # them) -> how many rows; see ``holdable``
         self.held: dict[str, int] = {}
         self._holdable: dict[str, int] | None = None  # relation -> the stratum deriving it
-        self._kept_local: set[str] = set()  # relations Python reads (listeners)
+        # relations Python reads (listeners), and those that hold lists (see has_lists):
+        # the heads of rules that make lists, and those found to hold some
+        self._kept_local: set[str] = {
+            rule.head for rule in plan.rules
+            if any(_makes_list(expr) for _, planned in rule.plans()
+                   for expr in p.plan_exprs(planned))}
         self._readers: dict[str, set[int | None]] = {}  # relation -> strata reading it
         # this step: held relations it changed -> their new rows (None: rows also went),
         # and their rows before it
-        self._changed: dict[str, DataFrame | None] = {}
+        self._changed: dict[str, _Change | None] = {}  # (None: readers evaluate afresh)
         self._started: dict[str, DataFrame] = {}
         self._bases: dict[str, DataFrame] = {}  # held input relations' tables
         self.input_changes: dict[str, tuple[int, int]] = {}  # this step's, rows +/-
@@ -913,8 +1072,10 @@ class SparkStrata:
         """Hold an input relation in Spark from now on, with the rows the store held (which
         lets go of them). Unsupported for rows Spark cannot hold as they are."""
         rows = store.rows(relation)
-        before = _compact(frame_of(session(self.master, self.conf), rows, self.arity[relation]),
-                          self.PARTITIONS)
+        before = frame_of(session(self.master, self.conf), rows, self.arity[relation])
+        if has_lists(before):
+            raise Unsupported(f"a list in `{relation}` (it stays in the store)")
+        before = _compact(before, self.PARTITIONS)
         store.release(relation, asserted=True)
         self._started.setdefault(relation, before)
         self._changed[relation] = None  # its readers evaluate afresh
@@ -925,10 +1086,12 @@ class SparkStrata:
         of another type than those held."""
         before = self.current(relation)
         gained = self._gained(before, frames, relation)
+        if has_lists(gained):
+            raise Unsupported(f"a list in `{relation}` (it goes to the store)")
         count = gained.count()
         if count:
             total = _compact(_union([before, gained], relation), self.PARTITIONS)
-            self._step_change(relation, before, gained, count, 0)
+            self._step_change(relation, before, _Change(gained, None), count, 0)
             self._set_held(relation, self.held[relation] + count, store, total)
 
     @staticmethod
@@ -1030,20 +1193,19 @@ class SparkStrata:
         """Delete rows from a held input relation: the step's change there."""
         frame = frame_of(session(self.master, self.conf), set(rows), self.arity[relation])
         before = self.current(relation)
-        total = _compact(_difference(before, frame), self.PARTITIONS)
-        lost = self.held[relation] - total.count()
+        gone = _intersect(before, frame).localCheckpoint(eager=True)
+        lost = gone.count()
         if lost:
-            self._step_change(relation, before, None, 0, lost)
+            total = _compact(_difference(before, gone), self.PARTITIONS)
+            self._step_change(relation, before, _Change(None, gone), 0, lost)
             self._set_held(relation, self.held[relation] - lost, store, total)
 
-    def _step_change(self, relation: str, before: DataFrame, gained: DataFrame | None,
+    def _step_change(self, relation: str, before: DataFrame, change: _Change,
                      added: int, removed: int) -> None:
         """Note what the step changed in a held input relation."""
         self._started.setdefault(relation, before)
-        if relation in self._changed:  # changed twice: its readers evaluate afresh
-            self._changed[relation] = None
-        elif gained is not None or removed:
-            self._changed[relation] = gained
+        # changed twice: its readers evaluate afresh
+        self._changed[relation] = None if relation in self._changed else change
         was = self.input_changes.get(relation, (0, 0))
         self.input_changes[relation] = (was[0] + added, was[1] + removed)
 
@@ -1160,6 +1322,129 @@ class SparkStrata:
                 self._started[head] = started
         return changes
 
+    def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:
+        """A recursive min/max stratum evaluated afresh on Spark (``_improve``): each
+        head's rows to add and rows no longer derived; or None: it runs locally (see
+        ``local``)."""
+        stratum = rules[0].stratum
+        assert stratum is not None
+        found = None
+        if self._possible(stratum, self.never[0], self.local) and self._wanted(
+                f"stratum {stratum}", rules, store):
+            found = self._attempt(stratum, self.local, lambda spark: self._improve(
+                spark, rules, store, max_rounds, cap))
+        if found is None:
+            self.forget(stratum, store)
+        return found
+
+    def _improve(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
+                 max_rounds: int, cap: int) -> dict[str, tuple[set[Row], set[Row]]]:
+        """Semi-naive on each group's improvements: each round a min/max head's candidates
+        keep, for each group, the best of them where it beats the group's row (derived or
+        asserted); the improvements replace the groups' derived rows and propagate, as the
+        views' new rows do. Every improvement propagates at once (the local backend
+        propagates the better half first: the result is the same, the stratum being
+        monotone). Views that read a row since replaced are evaluated again at the end,
+        from the final rows of the min/max heads, as locally. Every improvement counts
+        against the step's new rows (``cap``), as locally."""
+        views = [rule for rule in rules if rule.aggregation is None]
+        orders = {rule.head: (rule.aggregation.position, rule.aggregation.function)
+                  for rule in rules if rule.aggregation is not None}
+        heads = sorted({rule.head for rule in rules})
+        reads = set().union(*(p.plan_relations(plan) for rule in rules
+                              for _, plan in rule.plans()))
+        frames = self._inputs(spark, sorted(reads - set(heads)), store, None, {}, {})
+        asserted = {head: frame_of(spark, store.asserted(head), self.arity[head])
+                    for head in heads}
+        translate = Translator(spark, self._udf, self.now)
+        best = {head: frame_of(spark, set(), self.arity[head]) for head in orders}
+        total = {head: asserted[head] for head in heads if head not in orders}
+        sizes = {name: self.size(name, store) for name in frames}
+        sizes.update((head, len(store.asserted(head))) for head in heads)
+        improved = self._rounds(translate, rules, frames, total, best, asserted, orders,
+                                sizes, max_rounds)
+        if improved > cap:
+            raise Unsupported("more new tuples than a step may take (the local backend "
+                              "reports it)")
+        groups = {head: frame.count() for head, frame in best.items()}
+        if views and improved > sum(groups.values()):
+            fixed = {**frames, **{head: _union([asserted[head], best[head]], head)
+                                  for head in orders}}
+            total = {head: asserted[head] for head in total}
+            sizes.update((head, len(store.asserted(head)) + groups.get(head, 0))
+                         for head in heads)
+            self._rounds(translate, views, fixed, total, {}, asserted, {}, sizes,
+                         max_rounds)
+        changes = {}
+        for head in heads:
+            rows = rows_of(best[head] if head in orders else total[head])
+            rows |= store.asserted(head)
+            stored = store.rows(head)
+            changes[head] = (rows - stored, stored - rows)
+        return changes
+
+    def _rounds(self, translate: Translator, rules: list[p.RulePlan],
+                frames: Mapping[str, DataFrame], total: dict[str, DataFrame],
+                best: dict[str, DataFrame], asserted: Mapping[str, DataFrame],
+                orders: Mapping[str, tuple[int, str]], sizes: dict[str, int],
+                max_rounds: int) -> int:
+        """``_improve``'s semi-naive loop, from every rule's full evaluation: the views'
+        heads grow in ``total``, the min/max heads' derived rows are ``best`` (a row a
+        group); ``frames`` holds the other relations. ``sizes`` (rows of each relation,
+        kept up to date) skips the plans that join an empty relation: they derive nothing,
+        and its columns have no type yet. Returns how many improvements there were."""
+        heads = {rule.head for rule in rules}
+
+        def tables() -> dict[str, DataFrame]:
+            return {**frames, **total, **{head: _union([asserted[head], rows], head)
+                                          for head, rows in best.items()}}
+
+        every = tables()
+        found: dict[str, list[DataFrame]] = {head: [] for head in heads}
+        for rule in rules:
+            if rule.start is not None:
+                found[rule.head] += _derive(translate, rule.start, None, every, sizes)
+            first = next((t for t in rule.triggers if not t.negated), None)
+            if first is not None:  # its plan reads every other atom in full
+                found[rule.head] += _derive(translate, first.insert, every[first.relation],
+                                            every, sizes)
+        improved = 0
+        parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
+        for _ in range(max_rounds + 1):  # the last finds nothing new
+            delta = {}
+            for head, outputs in found.items():
+                if not outputs:
+                    continue
+                if head in orders:
+                    new_rows = _improvements(head, every[head], outputs, *orders[head])
+                    count = new_rows.count()
+                    improved += count
+                    if count:
+                        best[head] = _union([_other_groups(best[head], new_rows,
+                                                           orders[head][0]), new_rows], head)
+                        sizes[head] += count  # (at least one group now: not empty)
+                else:
+                    before, new_rows = _novel(total[head], outputs, head)
+                    count = new_rows.count()
+                    if count:
+                        total[head] = _union([before, new_rows], head)
+                        sizes[head] += count
+                if not count:
+                    continue
+                delta[head] = new_rows
+                parts[head] += 1
+                if parts[head] == self.COMPACT:
+                    grown = best if head in orders else total
+                    grown[head] = _compact(grown[head], self.PARTITIONS)
+                    parts[head] = 0
+            if not delta:
+                return improved
+            every = tables()
+            found = _triggered(translate, rules, delta, {}, every, sizes)
+        raise Unsupported("more rounds than a step may take (the local backend reports it)")
+
     def _wanted(self, label: str, rules: list[p.RulePlan], store: Any) -> bool:
         """Whether ``rules`` go to Spark now: always without a threshold; with one, once
         the tables they read and write hold that many rows."""
@@ -1253,8 +1538,8 @@ class SparkStrata:
                 {stratum.index: reason for stratum in self.plan.strata
                  if (reason := stratum_reason(self.plan, stratum.index, self.user))},
                 {rule.index: reason for rule in self.plan.rules if rule.aggregation
-                 if (reason := RECURSIVE if rule.stratum is not None
-                     and self.plan.strata[rule.stratum].monotone
+                 if (reason := "it runs with its recursive min/max"
+                     if rule.stratum is not None and self.plan.strata[rule.stratum].monotone
                      else static_reason([rule], arity, self.user))})
         return self._never
 
@@ -1339,24 +1624,32 @@ class SparkStrata:
                 holding.discard(head)
         translate = Translator(spark, self._udf, self.now)
         found: dict[str, list[DataFrame]] = {head: [] for head in heads}
+        sizes = {name: self.size(name, store) for name in names}  # (of the heads: afresh)
         held_changes = {name: self._changed[name] for name in names if name in self._changed}
-        # from the resident tables, unless a negated relation changed or rows of a held
-        # relation went: semi-naive from the new rows when none went, else DRed
-        incremental = before is not None and not any(
-            plus.get(name) or minus.get(name) or name in held_changes
-            for name in negated) and all(frame is not None for frame in held_changes.values())
+        # from the resident tables, unless a held relation it reads changed in a way not
+        # kept (newly held, changed twice): semi-naive from the new rows when none went
+        # (nor came to a negated relation), else DRed
+        incremental = before is not None and None not in held_changes.values()
+        gained = {name: change.gained for name, change in held_changes.items()
+                  if change is not None and change.gained is not None}
+        lost = {name: change.lost for name, change in held_changes.items()
+                if change is not None and change.lost is not None}
+        gained.update((name, frame_of(spark, plus[name], self.arity[name]))
+                      for name in names if plus.get(name))
+        lost.update((name, frame_of(spark, minus[name], self.arity[name]))
+                    for name in (*names, *heads) if minus.get(name))
+        came = {name: frame for name, frame in gained.items() if name in negated}
         removed = rederived = None
-        if incremental and any(minus.get(name) for name in (*names, *heads)):
+        if incremental and (lost or came):
             assert before is not None
-            removed = self._overdelete(spark, translate, rules, before, minus, store)
+            removed = self._overdelete(spark, translate, rules, before, came, lost, store)
             incremental = removed is not None
         if incremental:  # what is new derives from the step's new rows (semi-naive)
             assert before is not None
             self.incremental += 1
             total = {head: before.totals[head] for head in heads}
-            new = {name: frame_of(spark, plus[name], self.arity[name])
-                   for name in (*names, *heads) if plus.get(name)}
-            new.update(held_changes)  # type: ignore[arg-type]
+            new = {**gained, **{head: frame_of(spark, plus[head], self.arity[head])
+                                for head in heads if plus.get(head)}}
             if removed is not None:  # what is left, and the removed rows derived still
                 total = {head: _difference(total[head], removed[head]) for head in heads}
                 rederived = self._rederive(translate, rules, removed, {**frames, **total})
@@ -1365,22 +1658,20 @@ class SparkStrata:
             total = {head: _compact(_union([total[head], new[head]], head), self.PARTITIONS)
                      if head in new else total[head] for head in heads}
             every = {**frames, **total}
-            for rule in rules:
-                for trigger in rule.triggers:
-                    if not trigger.negated and trigger.relation in new:
-                        found[rule.head].append(translate.run(
-                            trigger.insert, new[trigger.relation], every))
+            left = {name: lost[name] for name in negated if name in lost}  # (now let by)
+            found = _triggered(translate, rules, new, left, every, sizes)
         else:  # afresh, from the rows asserted in the heads
             total = {head: frame_of(spark, store.asserted(head), self.arity[head])
                      for head in heads}
+            sizes.update((head, len(store.asserted(head))) for head in heads)
             every = {**frames, **total}
             for rule in rules:
                 if rule.start is not None:
-                    found[rule.head].append(translate.run(rule.start, None, every))
+                    found[rule.head] += _derive(translate, rule.start, None, every, sizes)
                 first = next((t for t in rule.triggers if not t.negated), None)
                 if first is not None:  # its plan reads every other atom in full
-                    found[rule.head].append(translate.run(first.insert,
-                                                          every[first.relation], every))
+                    found[rule.head] += _derive(translate, first.insert,
+                                                every[first.relation], every, sizes)
         derived: dict[str, set[Row]] = {head: set() for head in heads}
         deltas: dict[str, list[DataFrame]] = {head: [] for head in heads}
         added = dict.fromkeys(heads, 0)
@@ -1390,9 +1681,7 @@ class SparkStrata:
             for head, outputs in found.items():
                 if not outputs:
                     continue
-                typed = _unify([total[head], *outputs], head)
-                new_rows = _difference(_union(typed[1:], head), typed[0])\
-                    .localCheckpoint(eager=True)
+                before_rows, new_rows = _novel(total[head], outputs, head)
                 if head in holding:  # its rows stay here
                     count = new_rows.count()
                 else:
@@ -1402,6 +1691,8 @@ class SparkStrata:
                 if not count:
                     continue
                 added[head] += count
+                if head in sizes:
+                    sizes[head] += count
                 if head in growing and (len(store.rows(head)) + added[head]
                                         >= self.threshold) and self._starts(  # type: ignore[operator]
                         spark, head, started, before, store, plus, minus):
@@ -1410,7 +1701,7 @@ class SparkStrata:
                     derived[head] = set()
                 deltas[head].append(new_rows)
                 delta[head] = new_rows
-                total[head] = _union([typed[0], new_rows], head)
+                total[head] = _union([before_rows, new_rows], head)
                 parts[head] += 1  # a union of a few checkpointed parts, compacted now and then
                 if parts[head] == self.COMPACT:
                     total[head] = _compact(total[head], self.PARTITIONS)
@@ -1418,38 +1709,40 @@ class SparkStrata:
             if not delta:
                 break
             every = {**frames, **total}
-            found = {head: [] for head in heads}
-            for rule in rules:
-                for trigger in rule.triggers:
-                    if not trigger.negated and trigger.relation in delta:
-                        found[rule.head].append(translate.run(
-                            trigger.insert, delta[trigger.relation], every))
+            found = _triggered(translate, rules, delta, {}, every, sizes)
         else:
             raise Unsupported("more rounds than a step may take (the local backend reports "
                               "it)")
         total = {head: _compact(frame, self.PARTITIONS) if parts[head] else frame
                  for head, frame in total.items()}  # what stays resident: whole again
+        for head in holding:  # a relation holding lists never stays in Spark (see has_lists)
+            if has_lists(total[head]):
+                self._kept_local.add(head)
+                raise Unsupported(f"a list in `{head}` (it stays in the store from now on)")
         for head in heads:  # two rows with one key: the local backend reports it (E303)
             if head in self.keys and not total[head].groupBy(
                     *(f"c{k}" for k in self.keys[head])).count().filter("count > 1").isEmpty():
                 raise Unsupported(f"a key conflict in `{head}` (reported locally)")
         resident = None if reads & self.events else _Resident(frames, total)
         changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
-        held: dict[str, tuple[int, DataFrame | None, DataFrame | None]] = {}
+        held: dict[str, tuple[int, _Change | None, DataFrame | None]] = {}
         for head in holding:
+            gone = None
             if incremental and removed is None:
                 gained = _union(deltas[head], head) if deltas[head] else None
                 gains, lost = added[head], 0
             else:  # what the evaluation changes, from the rows before it
                 gained = _difference(total[head], started[head]).localCheckpoint(eager=True)
-                gains, lost = gained.count(), _difference(started[head], total[head]).count()
+                gone = _difference(started[head], total[head]).localCheckpoint(eager=True)
+                gains, lost = gained.count(), gone.count()
             changes[head] = Held(gains, lost)
             newly = head not in self.held
             count = total[head].count() if newly else self.held[head] + gains - lost
-            if newly or lost:  # readers evaluate afresh
+            if newly:  # readers evaluate afresh
                 held[head] = (count, None, started[head])
-            elif gains:
-                held[head] = (count, gained, started[head])
+            elif gains or lost:
+                held[head] = (count, _Change(gained if gains else None,
+                                             gone if lost else None), started[head])
             else:
                 held[head] = (count, None, None)
         if incremental:
@@ -1473,32 +1766,34 @@ class SparkStrata:
         return changes, resident, held
 
     def _overdelete(self, spark: SparkSession, translate: Translator,
-                    rules: list[p.RulePlan], before: _Resident, minus: Mapping[str, set[Row]],
-                    store: Any) -> dict[str, DataFrame] | None:
+                    rules: list[p.RulePlan], before: _Resident, came: Mapping[str, DataFrame],
+                    lost: Mapping[str, DataFrame], store: Any) -> dict[str, DataFrame] | None:
         """DRed's first phase, on the resident tables as they were before the step: every
-        head row with a derivation through a removed row (the removed rows of the heads
-        among them; asserted rows stay). None when that passes a quarter of the heads'
-        rows (in a cycle it removes nearly everything: evaluating afresh is cheaper)."""
+        head row with a derivation through a removed row (``lost``: relation -> the rows
+        that went), or through a row that came to a relation a rule negates (``came``);
+        the removed rows of the heads among them; asserted rows stay. None when that
+        passes a quarter of the heads' rows (in a cycle it removes nearly everything:
+        evaluating afresh is cheaper)."""
         heads = sorted({rule.head for rule in rules})
         prior = {**before.inputs, **before.totals}
-        removed = {head: frame_of(spark, minus.get(head, set()), self.arity[head])
+        removed = {head: lost[head] if head in lost else frame_of(spark, set(),
+                                                                  self.arity[head])
                    for head in heads}
-        delta = {name: frame_of(spark, rows, self.arity[name])
-                 for name, rows in minus.items() if rows and name in prior}
+        delta = {name: frame for name, frame in lost.items() if name in prior}
         asserted = {head: frame_of(spark, store.asserted(head), self.arity[head])
                     for head in heads if store.asserted(head)}
         budget = max(Fixpoint.RECOMPUTE_MIN, sum(  # as the local backend counts
             self.held.get(head, len(store.rows(head)) - len(store.asserted(head)))
             for head in heads) // 4)
-        while delta:
+        while delta or came:
             found: dict[str, list[DataFrame]] = {head: [] for head in heads}
             for rule in rules:
                 for trigger in rule.triggers:
-                    if (trigger.delete is not None and not trigger.negated
-                            and trigger.relation in delta):
+                    seeds = came if trigger.negated else delta
+                    if trigger.delete is not None and trigger.relation in seeds:
                         found[rule.head].append(translate.run(
-                            trigger.delete, delta[trigger.relation], prior))
-            delta = {}
+                            trigger.delete, seeds[trigger.relation], prior))
+            delta, came = {}, {}
             for head, outputs in found.items():
                 if not outputs:
                     continue
@@ -1573,20 +1868,27 @@ class SparkStrata:
 
     def _udf(self, function: str) -> tuple[str, str] | None:
         """The registered Python UDF (its SQL name and Spark type) of a user function, or
-        of ``TOSTR``; None for a built-in Spark SQL has. A user function runs on Spark's
-        workers: docs/spark.md says what that asks of it."""
-        from overlog.runtime import builtins, sparkudf
+        of a built-in run as one (``<name>``: runtime/sparklist.py); None for a built-in
+        Spark SQL has. A user function runs on Spark's workers: docs/spark.md says what
+        that asks of it."""
+        from overlog.runtime import sparkudf
 
-        if function != TOSTR and function not in self.user:
+        builtin = function.startswith("<")
+        if not builtin and function not in self.user:
             return None
         found = self._udfs.get(function)
         if found is None:
-            fn, kind = ((builtins.tostr, "string") if function == TOSTR else
-                        (self.user[function], return_type(self.user[function])))
-            assert kind is not None  # see static_reason
+            if builtin:
+                bare = function[1:-1]
+                kind = {sparklist.MAKE: "binary", sparklist.TOSTR: "string"}.get(
+                    bare) or sparklist.FUNCTIONS[bare]
+                work = sparklist.udf(bare, kind)
+            else:
+                kind = return_type(self.user[function])  # type: ignore[assignment]
+                assert kind is not None  # see static_reason
+                work = sparkudf.scalar(function, self.user[function], kind)
             name = f"overlog_udf{next(_UDF_NAMES)}"
-            session(self.master, self.conf).udf.register(
-                name, sparkudf.scalar(function, fn, kind), kind)
+            session(self.master, self.conf).udf.register(name, work, kind)
             found = self._udfs[function] = (name, kind)
         return found
 

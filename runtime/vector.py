@@ -559,6 +559,11 @@ class VectorStrata:
     def groups(self, rule: p.RulePlan, store: Any) -> None:
         return None
 
+    def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                 plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                 cap: int) -> None:
+        return None  # (see ``never``)
+
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                  cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:

@@ -172,7 +172,7 @@ def test_explain_names_the_recursive_stratum() -> None:
     # triggers project candidate rows (no aggregate step: the fixpoint keeps each best)
     assert text[text.index("stratum 1"):] == """\
 stratum 1: dist (recursive min/max)
-  rule 1 runs locally (a recursive min/max runs on the local backend)
+  the recursive min/max runs on Spark with --backend spark (auto: at 10,000,000 rows)
   rule 1 [view]  dist(Y, min<C>) :- dist(X, C1), edge(X, Y, W), C := C1 + W.
       min of $1, grouped on $0
       when dist gains rows (literal 1):

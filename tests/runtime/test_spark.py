@@ -20,6 +20,9 @@ from overlog.errors import CompileError
 from overlog.runtime import spark
 from tests.goldens import compare, discover, golden_id, run_cli
 from tests.runtime.alike import ALIKE, assert_alike
+from tests.runtime.test_recursive_aggregates import TEMPLATES as MIN_MAX
+from tests.runtime.test_recursive_aggregates import batches as min_max_batches
+from tests.runtime.test_recursive_aggregates import edges
 from tests.runtime.test_views_property import DECLS, TEMPLATES, operations
 from tests.test_golden_eval import _args
 
@@ -80,19 +83,57 @@ def test_values_keep_their_types_and_arithmetic_its_meaning() -> None:
 @pytest.mark.parametrize(("program", "reason"), [
     ('q(1). q(2).\np(X, Y) :- q(X), Y := f_car([X]).\n', "f_car() has no Spark equivalent"
                                                           " yet"),
-    ("q(1). q([1, 2]).\np(X) :- q(X).\n", "a list value"),
+    ("q(1). q([1, 2]).\np(X) :- q(X).\n", "a column holding bigint and binary values"),
+    ("q(1, [1]). q(2, [2]).\np(X) :- q(X, L), L < [2].\n", "ordering lists"),
+    ("q(1, [-0.0]).\np(X, L) :- q(X, L).\n",
+     "a list Spark cannot hold as it is (-0.0 in a list)"),
+    ("q(1, [1]).\np(X, f_sum(L)) :- q(X, L).\n", "a list passed to f_sum()"),
     ('q(1). q("a").\np(X) :- q(X).\n', "a column holding bigint and string values"),
     ("q(1, 2.5).\np(X) :- q(X, Y), X < Y.\n", "comparing bigint with double values"),
     ("q(-0.0).\np(X) :- q(X).\n", "-0.0 (Spark writes it 0.0)"),
-    ("q(1).\np(X, Y) :- q(X), Y := f_size([1]).\n", "a list"),
     ("q().\np(1) :- q().\n", "`q` has no fields"),
 ])
 def test_what_spark_cannot_run_alike_runs_locally(program: str, reason: str) -> None:
-    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
+    functions = {"f_sum": _sum}
+    here = Engine(program, backend="local", functions=functions)
+    there = Engine(program, backend="spark", functions=functions)
     here.run()
     there.run()
     assert list(there.spark.local.values()) == [reason]
     assert there.rows("p") == here.rows("p")
+
+
+def _sum(items: tuple) -> int:
+    return sum(items)
+
+
+PATHS = ("q(1, 2). q(2, 3). q(3, 1).\npath(X, Y, [X, Y]) :- q(X, Y).\n"
+         "path(X, Z, P2) :- q(X, Y), path(Y, Z, P), f_member(P, X) == false, "
+         "P2 := f_cons(X, P).\n"
+         "n(X, Y, f_size(P), f_tostr(P), f_concat(P, [9]), f_cdr(P), f_append(P, 1.0)) :- "
+         "path(X, Y, P).\n"
+         "same(X) :- path(X, _, P), P == [1, 2].\nc(X, count<P>) :- path(X, _, P).\n"
+         "s(f_concat(\"p\", P, 2.5)) :- path(1, 2, P).\n")
+
+
+def test_lists_and_the_list_functions_run_on_spark() -> None:
+    """Path vectors: lists made, compared, counted and written on Spark as locally."""
+    steps = [[("insert", "q", (3, 4)), ("insert", "q", (0, [1, "a", 2.0, True, None]))],
+             [("delete", "q", (2, 3))]]
+    assert_alike(PATHS, steps, backend="spark")
+    there = Engine(PATHS, backend="spark")
+    there.run()
+    assert (there.spark.local, there.spark.local_rules) == ({}, {})
+    assert there.rows("n") == [  # (a path never visits a node twice)
+        (1, 2, 2, "[1, 2]", (1, 2, 9), (2,), (1, 2, 1.0)),
+        (1, 3, 3, "[1, 2, 3]", (1, 2, 3, 9), (2, 3), (1, 2, 3, 1.0)),
+        (2, 1, 3, "[2, 3, 1]", (2, 3, 1, 9), (3, 1), (2, 3, 1, 1.0)),
+        (2, 3, 2, "[2, 3]", (2, 3, 9), (3,), (2, 3, 1.0)),
+        (3, 1, 2, "[3, 1]", (3, 1, 9), (1,), (3, 1, 1.0)),
+        (3, 2, 3, "[3, 1, 2]", (3, 1, 2, 9), (1, 2), (3, 1, 2, 1.0))]
+    assert there.rows("c") == [(1, 2), (2, 2), (3, 2)]
+    assert there.rows("same") == [(1,)]
+    assert there.rows("s") == [("p[1, 2]2.5",)]
 
 
 def test_a_failure_inside_spark_is_reported_as_locally() -> None:
@@ -293,6 +334,79 @@ def test_aggregates_run_on_spark() -> None:
     assert there.rows("t") == [(2, 7), (3, 7)]
 
 
+SHORTEST = ("hop(Y, C) :- edge(0, Y, C).\n"
+            "hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.\n"
+            "best(X, min<C>) :- hop(X, C).\nfar(X) :- best(X, C), C > 2.\n")
+
+
+def test_a_recursive_min_runs_on_spark_and_follows_changes() -> None:
+    """Shortest paths through a view in the cycle: improvements propagate on Spark, the
+    view keeps only what the final distances derive, and a cut edge raises distances."""
+    here, there = Engine(SHORTEST, backend="local"), Engine(SHORTEST, backend="spark")
+    steps = [[("insert", row) for row in [(0, 1, 5), (0, 2, 1), (2, 1, 1), (1, 3, 1),
+                                          (3, 0, 1)]],
+             [("delete", (2, 1, 1)), ("insert", (2, 3, 7))]]
+    for batch in steps:
+        for engine in (here, there):
+            for op, row in batch:
+                getattr(engine, op)("edge", row)
+            (report,) = engine.run()
+        assert there.spark.local == {}
+        for name in ("hop", "best", "far"):
+            assert there.rows(name) == here.rows(name), name
+    assert report.firings == {"stratum 1 on Spark": 8, "stratum 2 on Spark": 1}  # 5 + 3
+    assert there.rows("best") == [(0, 7), (1, 5), (2, 1), (3, 6)]
+    assert there.rows("hop") == [(0, 7), (1, 5), (1, 12), (2, 1), (2, 8), (3, 6), (3, 8)]
+    assert there.rows("far") == [(0,), (1,), (3,)]
+
+
+def test_a_recursive_min_that_spark_fails_on_sees_the_changes_of_its_held_input() -> None:
+    """`edge`, read only by a view of the cycle, lives in Spark (a DataFrame); when Spark
+    fails on the step that changes it (an overflow past 64 bits), the stratum runs locally
+    with those changes, now in the store."""
+    results = []
+    for backend in ("local", "spark"):
+        engine = Engine(SHORTEST, backend=backend)
+        engine.insert_dataframe("edge", spark.session().createDataFrame(
+            [(0, 1, 1), (1, 2, 1), (0, 2, 5)], ["a", "b", "c"]))
+        engine.run()
+        engine.delete("edge", (1, 2, 1))
+        engine.insert("edge", (2, 3, 2**62))
+        engine.insert("edge", (3, 4, 2**62))
+        assert [r.errors for r in engine.run()] == [[]]
+        results.append(engine.rows("best"))
+    assert engine.spark.held == {}  # (edge came back to the store, and far)
+    assert results[1] == results[0] == [(1, 1), (2, 5), (3, 5 + 2**62), (4, 5 + 2**63)]
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(MIN_MAX), min_size=1, max_size=2, unique=True),
+       st.lists(edges, max_size=8), min_max_batches.map(lambda batches: batches[:2]))
+def test_random_recursive_min_max_alike(templates: list[str], initial: list,
+                                        changes: list) -> None:
+    program = "\n".join(templates)
+    assert_alike(program, [[("insert", "edge", row) for row in initial],
+                           *([(op, "edge", row) for op, row in batch] for batch in changes)],
+                 backend="spark")
+
+
+@pytest.mark.parametrize(("program", "reason"), [
+    ("materialize(d, infinity, infinity, keys(1)).\nd(0, 0).\n"
+     "d(Y, min<C>) :- d(X, C1), edge(X, Y, C2), C := C1 + C2.\n",
+     "`d` has keys (in a recursive min/max)"),
+    ('d(0, "a").\nd(Y, min<C>) :- d(X, C), edge(X, Y, _).\n',
+     "a recursive min of string values"),
+])
+def test_a_recursive_min_spark_cannot_run_alike_runs_locally(program: str,
+                                                             reason: str) -> None:
+    steps = [[("insert", "edge", (0, 1, 2)), ("insert", "edge", (1, 2, 3))]]
+    assert_alike(program, steps, backend="spark")
+    there = Engine(program, backend="spark")
+    there.insert("edge", (0, 1, 2))
+    there.run()
+    assert there.spark.local == {1: reason}
+
+
 def test_float_sums_and_averages_run_on_spark_with_the_local_meaning() -> None:
     """A float sum is the float nearest the exact sum whatever the order of its terms, an
     average the exact sum divided once: on Spark too, by a Python function on each group."""
@@ -314,19 +428,45 @@ def test_float_sums_and_averages_run_on_spark_with_the_local_meaning() -> None:
         "ai": [((2**53 + 6) / 9,)], "none": []}
 
 
+def test_changes_of_a_negated_relation_are_evaluated_incrementally() -> None:
+    """Rows coming to a negated relation over-delete what they no longer let by, rows
+    leaving it derive what they now let by (DRed), as locally."""
+    program = TC + ("far(X, Y) :- reach(X, Y), notin link(X, Y).\n"
+                    "lone(X) :- node(X), notin reach(X, _).\n")
+    steps = [[("insert", "link", row) for row in [(1, 2), (2, 3), (3, 4), (4, 2)]]
+             + [("insert", "node", (n,)) for n in range(1, 7)],
+             [("insert", "link", (1, 3))], [("delete", "link", (1, 3))],
+             [("insert", "link", (1, 4)), ("delete", "link", (2, 3))],
+             [("insert", "link", (5, 6))]]
+    assert_alike(program, steps, backend="spark")
+    there = Engine(program, backend="spark")
+    counts = []
+    for batch in steps:
+        for op, relation, row in batch:
+            getattr(there, op)(relation, row)
+        there.run()
+        counts.append(there.spark.incremental)
+    # both strata from the second step on: the rows that came to and left reach, which
+    # lives in Spark (no listener reads it), as DataFrames
+    assert counts == [0, 2, 4, 6, 8]
+    assert there.spark.held == {"reach": 6, "far": 1, "lone": 2}
+    assert there.rows("far") == [(3, 2)]
+    assert there.rows("lone") == [(2,), (6,)]
+
+
 def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
     """Insertions are evaluated from the new rows against the stratum's resident tables, and
-    so are deletions (DRed); a change of a negated relation evaluates afresh; a step rolled
-    back restores what stayed in Spark."""
+    so are deletions (DRed), and changes of a negated relation or of a relation held in
+    Spark (`reach`); a step rolled back restores what stayed in Spark."""
     program = (TC + "far(X, Y) :- reach(X, Y), notin link(X, Y).\n"
                "bad(Z) :- boom(X), Z := 6 / X.\n")
     here, there = Engine(program, backend="local"), Engine(program, backend="spark")
     steps = [
         [("insert", "link", (1, 2)), ("insert", "link", (2, 3))],
-        [("insert", "link", (3, 4))],  # reach: incremental; far: afresh (link is negated)
+        [("insert", "link", (3, 4))],  # reach and far (link is negated): incremental
         [("insert", "link", (4, 1)), ("insert", "boom", (0,))],  # boom fails, link stays
         [("insert", "link", (4, 5))],
-        [("delete", "link", (2, 3))],  # reach: DRed; far: afresh
+        [("delete", "link", (2, 3))],  # reach and far: DRed
         [("insert", "link", (2, 3))],
     ]
     counts, errors = [], []
@@ -338,8 +478,9 @@ def test_steps_that_add_rows_continue_from_what_stayed_in_spark() -> None:
         for name in ("reach", "far", "bad"):
             assert there.rows(name) == here.rows(name), name
         counts.append(there.spark.incremental)
-    # step 3 runs twice (the second time without boom), from the same resident tables
-    assert counts == [0, 1, 3, 4, 5, 6]
+    # step 3 runs twice (the second time without boom, which fails reach's stratum the
+    # first time, before far's), from the same resident tables
+    assert counts == [0, 2, 5, 7, 9, 11]
     assert errors[4] == errors[5] == [("E302", (("insert", "boom", (0,)),))]
     assert there.rows("reach") == [(x, y) for x in (1, 2, 3, 4) for y in (1, 2, 3, 4, 5)]
     assert there.spark.local == {}
@@ -459,6 +600,13 @@ def test_a_table_spark_cannot_hold_is_no_dataframe() -> None:
         engine.dataframe("q")
     assert str(caught.value) == ("`q` cannot be a Spark DataFrame as it is: a column holding "
                                  "bigint and string values")
+    lists = FullEngine("q([1]).\np(X, f_cons(1, X)) :- q(X).\n", backend="spark")
+    lists.run()
+    for name in ("q", "p"):  # (`p` stays in Spark between steps, as bytes)
+        with pytest.raises(ValueError) as caught:
+            lists.dataframe(name)
+        assert str(caught.value) == (f"`{name}` cannot be a Spark DataFrame as it is: a "
+                                     "list value")
     local = FullEngine("q(1). q(2).\n", backend="local")
     local.run()
     assert sorted(local.dataframe("q").collect()) == [(1,), (2,)]
