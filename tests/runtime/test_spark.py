@@ -136,6 +136,23 @@ def test_lists_and_the_list_functions_run_on_spark() -> None:
     assert there.rows("s") == [("p[1, 2]2.5",)]
 
 
+def test_small_tables_from_python_join_as_broadcasts() -> None:
+    """A table that crossed from Python (this step's events, a small relation) is a local
+    relation whose size Spark knows: it joins the large resident table as a broadcast."""
+    from overlog.api import compile_program
+
+    session = spark.session()
+    big = session.range(100_000).selectExpr("id AS c0", "id + 1 AS c1")\
+        .localCheckpoint(eager=True)
+    small = spark.frame_of(session, {(1, 2), (3, 4)}, 2)
+    rule = compile_program("r(X, Z) :- b(X, Y), s(Y, Z).\n").rules[0]
+    plan = next(t.insert for t in rule.triggers if t.relation == "b")
+    rows = spark.Translator(session).run(plan, big, {"b": big, "s": small})
+    assert spark.rows_of(rows) == {(0, 2), (2, 4)}
+    executed = rows._jdf.queryExecution().executedPlan().toString()
+    assert "BroadcastHashJoin" in executed and "SortMergeJoin" not in executed
+
+
 def test_a_failure_inside_spark_is_reported_as_locally() -> None:
     """Spark stops at a division by zero; the stratum then runs locally, which blames the
     input row by row."""
