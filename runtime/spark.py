@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
@@ -388,13 +389,36 @@ def _literal(value: Any) -> tuple[str, str | None]:
     return f"'{text}'", kind
 
 
-class _Frame:
-    """Bindings as a DataFrame: a column per bound variable, and each column's type."""
+# each DataFrame's column names and Spark types: asking the JVM costs an analysis of the
+# whole plan (milliseconds), and a frame's schema never changes; frames built here are
+# entered with the types the translation gave them
+_SCHEMAS: weakref.WeakKeyDictionary[DataFrame, list[tuple[str, str]]] = \
+    weakref.WeakKeyDictionary()
 
-    def __init__(self, frame: DataFrame, names: dict[str, str]) -> None:
+
+def _dtypes(frame: DataFrame) -> list[tuple[str, str]]:
+    found = _SCHEMAS.get(frame)
+    if found is None:
+        found = _SCHEMAS[frame] = frame.dtypes
+    return found
+
+
+def _typed(frame: DataFrame, types: Iterable[tuple[str, str | None]]) -> DataFrame:
+    """``frame``, whose columns have these types (None: void), as Spark gives them."""
+    _SCHEMAS[frame] = [(name, kind or "void") for name, kind in types]
+    return frame
+
+
+class _Frame:
+    """Bindings as a DataFrame: a column per bound variable, and each column's type (as
+    the translation made them; the frame's own schema when not given)."""
+
+    def __init__(self, frame: DataFrame, names: dict[str, str],
+                 types: dict[str, str | None] | None = None) -> None:
         self.frame = frame
         self.names = names  # plan variable -> column
-        self.types = {name: _type(kind) for name, kind in frame.dtypes}
+        self.types = types if types is not None else {
+            name: _type(kind) for name, kind in _dtypes(frame)}
 
 
 class Translator:
@@ -469,7 +493,7 @@ class Translator:
                 assert driver is not None
                 frame = self._bind(driver, binds, checks)
             case p.Unit():
-                frame = _Frame(self.spark.range(1).drop("id"), {})
+                frame = _Frame(self.spark.range(1).drop("id"), {}, {})
             case p.Seed(vars=names):  # ``driver`` has a column s0, s1, ... a variable
                 assert driver is not None
                 frame = _Frame(driver, {var: f"s{i}" for i, var in enumerate(names)})
@@ -482,17 +506,19 @@ class Translator:
                     frame = self._join(frame, frames[relation], key, terms, (), (), "left_anti")
                 case p.Filter(op=cmp, left=left, right=right):
                     test = self.condition(cmp, *self.expr(left, frame), *self.expr(right, frame))
-                    frame = _Frame(frame.frame.filter(F.expr(test)), frame.names)
+                    frame = _Frame(frame.frame.filter(F.expr(test)), frame.names, frame.types)
                 case p.Let(var=var, expr=expr):
-                    text, _ = self.expr(expr, frame)
+                    text, kind = self.expr(expr, frame)
                     name = self.fresh()
                     frame = _Frame(frame.frame.withColumn(name, F.expr(text)),
-                                   {**frame.names, var: name})
+                                   {**frame.names, var: name}, {**frame.types, name: kind})
             if _can_fail(op):  # evaluated on every binding that reaches it, as locally
-                frame = _Frame(frame.frame.localCheckpoint(eager=True), frame.names)
-        columns = [F.expr(self.expr(term, frame)[0]).alias(f"c{i}")
-                   for i, term in enumerate(plan.project.terms)]
-        projected = frame.frame.select(*columns)
+                frame = _Frame(frame.frame.localCheckpoint(eager=True), frame.names,
+                               frame.types)
+        columns = [self.expr(term, frame) for term in plan.project.terms]
+        projected = _typed(frame.frame.select(*(F.expr(text).alias(f"c{i}")
+                                                for i, (text, _) in enumerate(columns))),
+                           [(f"c{i}", kind) for i, (_, kind) in enumerate(columns)])
         if plan.aggregate is None:
             return projected
         return _aggregate(projected, plan.aggregate)
@@ -503,15 +529,16 @@ class Translator:
         from pyspark.sql import functions as F
 
         prefix = self.fresh()
-        renamed = rows.select(*(F.col(c).alias(f"{prefix}_{c}") for c in rows.columns))
+        schema = _dtypes(rows)
+        renamed = rows.select(*(F.col(c).alias(f"{prefix}_{c}") for c, _ in schema))
         names = {var: f"{prefix}_c{column}" for column, var in binds}
-        frame = _Frame(renamed, names)
+        frame = _Frame(renamed, names, {f"{prefix}_{c}": _type(kind) for c, kind in schema})
         for column, expr in checks:
             test = self.condition("==", f"`{prefix}_c{column}`",
                                   frame.types[f"{prefix}_c{column}"], *self.expr(expr, frame))
-            frame = _Frame(frame.frame.filter(F.expr(test)), names)
+            frame = _Frame(frame.frame.filter(F.expr(test)), names, frame.types)
         if any(_raises(expr) for _, expr in checks):  # evaluated on every row, as locally
-            frame = _Frame(frame.frame.localCheckpoint(eager=True), names)
+            frame = _Frame(frame.frame.localCheckpoint(eager=True), names, frame.types)
         return frame
 
     def _join(self, left: _Frame, right: DataFrame, key: tuple[int, ...],
@@ -522,18 +549,20 @@ class Translator:
         keys = list(terms)
         computed = [(i, t) for i, t in enumerate(keys) if not isinstance(t, (p.Var, p.Const))]
         if computed:  # key expressions: columns of the bindings, evaluated first, as locally
-            frame, names = left.frame, dict(left.names)
+            frame, names, types = left.frame, dict(left.names), dict(left.types)
             for i, term in computed:
                 name = self.fresh()
-                frame = frame.withColumn(name, F.expr(self.expr(term, left)[0]))
+                text, types[name] = self.expr(term, left)
+                frame = frame.withColumn(name, F.expr(text))
                 names[f"#spark{name}"] = name
                 keys[i] = p.Var(name=f"#spark{name}")
             if any(_raises(term) for _, term in computed):
                 frame = frame.localCheckpoint(eager=True)
-            left = _Frame(frame, names)
+            left = _Frame(frame, names, types)
         prefix = self.fresh()
-        other = right.select(*(F.col(c).alias(f"{prefix}_{c}") for c in right.columns))
-        other_types = {name: _type(kind) for name, kind in other.dtypes}
+        schema = _dtypes(right)
+        other = right.select(*(F.col(c).alias(f"{prefix}_{c}") for c, _ in schema))
+        other_types = {f"{prefix}_{c}": _type(kind) for c, kind in schema}
         tests = []
         for column, term in zip(key, keys, strict=True):
             text, kind = self.expr(term, left)
@@ -542,15 +571,15 @@ class Translator:
         condition = F.expr(" AND ".join(tests)) if tests else F.lit(True)
         joined = left.frame.join(other, condition, how)
         if how == "left_anti":
-            return _Frame(joined, left.names)
+            return _Frame(joined, left.names, left.types)
         names = {**left.names, **{var: f"{prefix}_c{column}" for column, var in binds}}
-        frame = _Frame(joined, names)
+        frame = _Frame(joined, names, {**left.types, **other_types})
         for column, expr in checks:
             test = self.condition("==", f"`{prefix}_c{column}`",
                                   frame.types[f"{prefix}_c{column}"], *self.expr(expr, frame))
-            frame = _Frame(frame.frame.filter(F.expr(test)), names)
+            frame = _Frame(frame.frame.filter(F.expr(test)), names, frame.types)
         keep = sorted(set(names.values()))
-        return _Frame(frame.frame.select(*keep), names)
+        return _Frame(frame.frame.select(*keep), names, {c: frame.types[c] for c in keep})
 
 
 def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
@@ -561,7 +590,7 @@ def _aggregate(rows: DataFrame, aggregate: p.Aggregate) -> DataFrame:
     from pyspark.sql import functions as F
 
     column = f"c{aggregate.position}"
-    kind = _type(dict(rows.dtypes)[column])
+    kind = _type(dict(_dtypes(rows))[column])
     function = aggregate.function
     nulls = f"count_if(`{column}` IS NULL) > 0"
     if function == "count":
@@ -725,7 +754,7 @@ def rows_of(frame: DataFrame) -> set[Row]:
 def has_lists(frame: DataFrame) -> bool:
     """Whether a frame holds lists (their encoding): such a relation does not stay in Spark,
     whose DataFrames, CSV and Parquet files and sorted batches would hold the encoding."""
-    return any(kind == "binary" for _, kind in frame.dtypes)
+    return any(kind == "binary" for _, kind in _dtypes(frame))
 
 
 def overlog_columns(frame: DataFrame, relation: str, arity: int) -> DataFrame:
@@ -772,12 +801,13 @@ def _matched(rows: DataFrame, other: DataFrame, how: str) -> DataFrame:
     out."""
     from pyspark.sql import functions as F
 
-    void = [c for c, kind in rows.dtypes if _type(kind) is None]
+    void = [c for c, kind in _dtypes(rows) if _type(kind) is None]
     if void:  # a column void here and typed in ``other`` takes its type
         rows, other = _unify([rows, other], "a relation")
-        void = [c for c, kind in rows.dtypes if _type(kind) is None]
+        void = [c for c, kind in _dtypes(rows) if _type(kind) is None]
     if not void:  # Spark gives a void column of ``other`` this side's type
-        return rows.subtract(other) if how == "left_anti" else rows.intersect(other)
+        return _typed(rows.subtract(other) if how == "left_anti" else rows.intersect(other),
+                      _dtypes(rows))
     keys = [c for c in rows.columns if c not in void]
     theirs = other.select(*(F.col(c).alias(f"other_{c}") for c in keys))
     test = (F.expr(" AND ".join(f"(`{c}` <=> `other_{c}`)" for c in keys)) if keys
@@ -796,7 +826,7 @@ def _improvements(head: str, held: DataFrame, candidates: list[DataFrame], posit
     typed = _unify([held, *candidates], head)
     held, rows = typed[0], _union(typed[1:], head)
     value = f"c{position}"
-    kind = _type(dict(rows.dtypes)[value])
+    kind = _type(dict(_dtypes(rows))[value])
     if kind not in (*_NUMERIC, None):  # (None: no rows, or nulls, which fail below)
         raise Unsupported(f"a recursive {function} of {kind} values")
     group = [c for c in rows.columns if c != value]
@@ -818,7 +848,7 @@ def _novel(total: DataFrame, outputs: list[DataFrame], head: str,
            ) -> tuple[DataFrame, DataFrame]:
     """A head's table and the rows of ``outputs`` not in it (checkpointed), typed alike."""
     typed = _unify([total, *outputs], head)
-    return typed[0], _difference(_union(typed[1:], head), typed[0]).localCheckpoint(eager=True)
+    return typed[0], _checkpoint(_difference(_union(typed[1:], head), typed[0]))
 
 
 def _triggered(translate: Translator, rules: list[p.RulePlan], delta: Mapping[str, DataFrame],
@@ -871,7 +901,12 @@ def _other_groups(rows: DataFrame, groups: DataFrame, position: int) -> DataFram
 
 def _compact(frame: DataFrame, partitions: int) -> DataFrame:
     """``frame`` in ``partitions`` partitions, checkpointed (its lineage cut)."""
-    return frame.coalesce(partitions).localCheckpoint(eager=True)
+    return _checkpoint(frame.coalesce(partitions), _dtypes(frame))
+
+
+def _checkpoint(frame: DataFrame, types: list[tuple[str, str]] | None = None) -> DataFrame:
+    """``frame`` computed now and checkpointed (its lineage cut), its types kept."""
+    return _typed(frame.localCheckpoint(eager=True), types or _dtypes(frame))
 
 
 def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
@@ -879,9 +914,9 @@ def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
     takes the others' type; two types in a column keep the stratum local)."""
     from pyspark.sql import functions as F
 
-    kinds: list[str | None] = [None] * len(frames[0].columns)
+    kinds: list[str | None] = [None] * len(_dtypes(frames[0]))
     for frame in frames:
-        for i, (_, kind) in enumerate(frame.dtypes):
+        for i, (_, kind) in enumerate(_dtypes(frame)):
             kind = _type(kind)
             if kind is not None:
                 if kinds[i] not in (None, kind):
@@ -889,10 +924,13 @@ def _unify(frames: list[DataFrame], head: str) -> list[DataFrame]:
                                       f"field {i + 1}")
                 kinds[i] = kind
     if all(_type(kind) == want for frame in frames
-           for (_, kind), want in zip(frame.dtypes, kinds, strict=True)):
+           for (_, kind), want in zip(_dtypes(frame), kinds, strict=True)):
         return frames
-    return [frame.select(*(F.col(c).cast(kind) if kind else F.col(c)
-                           for c, kind in zip(frame.columns, kinds, strict=True)))
+    columns = [c for c, _ in _dtypes(frames[0])]
+    return [_typed(frame.select(*(F.col(c).cast(kind) if kind else F.col(c)
+                                  for c, kind in zip(columns, kinds, strict=True))),
+                   [(c, kind) if kind else (c, theirs) for c, kind, (_, theirs)
+                    in zip(columns, kinds, _dtypes(frame), strict=True)])
             for frame in frames]
 
 
@@ -902,7 +940,7 @@ def _union(frames: list[DataFrame], head: str) -> DataFrame:
     result = typed[0]
     for frame in typed[1:]:
         result = result.union(frame)
-    return result
+    return _typed(result, _dtypes(typed[0])) if len(typed) > 1 else result
 
 
 @dataclass(frozen=True, slots=True)
