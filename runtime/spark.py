@@ -851,6 +851,22 @@ def _novel(total: DataFrame, outputs: list[DataFrame], head: str,
     return typed[0], _checkpoint(_difference(_union(typed[1:], head), typed[0]))
 
 
+def _in_full(translate: Translator, rules: list[p.RulePlan], frames: Mapping[str, DataFrame],
+             sizes: Mapping[str, int]) -> dict[str, list[DataFrame]]:
+    """Each head's rows derived from the whole tables (``frames``): the first round of an
+    evaluation afresh (the rules without atoms fire, and the first positive atom's plan
+    reads every other atom in full)."""
+    found: dict[str, list[DataFrame]] = {rule.head: [] for rule in rules}
+    for rule in rules:
+        if rule.start is not None:
+            found[rule.head] += _derive(translate, rule.start, None, frames, sizes)
+        first = next((t for t in rule.triggers if not t.negated), None)
+        if first is not None:
+            found[rule.head] += _derive(translate, first.insert, frames[first.relation],
+                                        frames, sizes)
+    return found
+
+
 def _triggered(translate: Translator, rules: list[p.RulePlan], delta: Mapping[str, DataFrame],
                left: Mapping[str, DataFrame], frames: Mapping[str, DataFrame],
                sizes: Mapping[str, int]) -> dict[str, list[DataFrame]]:
@@ -1440,14 +1456,7 @@ class SparkStrata:
                                           for head, rows in best.items()}}
 
         every = tables()
-        found: dict[str, list[DataFrame]] = {head: [] for head in heads}
-        for rule in rules:
-            if rule.start is not None:
-                found[rule.head] += _derive(translate, rule.start, None, every, sizes)
-            first = next((t for t in rule.triggers if not t.negated), None)
-            if first is not None:  # its plan reads every other atom in full
-                found[rule.head] += _derive(translate, first.insert, every[first.relation],
-                                            every, sizes)
+        found = _in_full(translate, rules, every, sizes)
         improved = 0
         parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new
@@ -1661,7 +1670,6 @@ class SparkStrata:
             if not self._starts(spark, head, started, before, store, plus, minus):
                 holding.discard(head)
         translate = Translator(spark, self._udf, self.now)
-        found: dict[str, list[DataFrame]] = {head: [] for head in heads}
         sizes = {name: self.size(name, store) for name in names}  # (of the heads: afresh)
         held_changes = {name: self._changed[name] for name in names if name in self._changed}
         # from the resident tables, unless a held relation it reads changed in a way not
@@ -1703,13 +1711,7 @@ class SparkStrata:
                      for head in heads}
             sizes.update((head, len(store.asserted(head))) for head in heads)
             every = {**frames, **total}
-            for rule in rules:
-                if rule.start is not None:
-                    found[rule.head] += _derive(translate, rule.start, None, every, sizes)
-                first = next((t for t in rule.triggers if not t.negated), None)
-                if first is not None:  # its plan reads every other atom in full
-                    found[rule.head] += _derive(translate, first.insert,
-                                                every[first.relation], every, sizes)
+            found = _in_full(translate, rules, every, sizes)
         derived: dict[str, set[Row]] = {head: set() for head in heads}
         deltas: dict[str, list[DataFrame]] = {head: [] for head in heads}
         added = dict.fromkeys(heads, 0)
