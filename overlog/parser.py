@@ -91,7 +91,8 @@ def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Progra
     return s.Program(statements=tuple(statements), path=path)
 
 
-_TERMS = (s.Var, s.Wildcard, s.Const, s.Call, s.BinOp, s.Neg, s.ListExpr, s.Agg)
+_TERMS = (s.Var, s.Wildcard, s.Const, s.Call, s.BinOp, s.Neg, s.ListExpr, s.Agg, s.Logic, s.Not,
+          s.InRange, s.Comparison)
 
 
 def _too_deep(statements: list[s.Statement]) -> s.Term | None:
@@ -123,7 +124,7 @@ _ARGUMENT = re.compile(
 _EMPTY = {close: re.compile(rf"[ \t\r\f\v]*\{close}") for close in ")]"}
 _FACT_END = re.compile(r"[ \t\r\f\v]*\.[ \t\r\f\v]*")
 _KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
-             "keys"}
+             "watchmod", "keys"}
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _STRINGS = re.compile(r'"([^"\\\n]|\\.)*"')
 _TERMINATOR = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
@@ -374,13 +375,16 @@ _WORDS = {
     "STRING": "a string",
     "CMP_OP": "a comparison (==, !=, <, <=, >, >=)",
     "ADD_OP": "an operator",
+    "SHIFT_OP": "`<<` or `>>`",
+    "HEX": "an integer",
+    "IN": "`in`",
     "MUL_OP": "an operator",
     "STAR": "`*`",
     "DELETE": "`delete`",
     "$END": "end of file",
 }
-_EXPRESSION_STARTS = {"NAME", "FUNC", "INT", "FLOAT", "STRING", "TRUE", "FALSE", "NULL",
-                      "INFINITY", "MINUS", "LSQB", "LPAR"}
+_EXPRESSION_STARTS = {"NAME", "FUNC", "INT", "HEX", "FLOAT", "STRING", "TRUE", "FALSE", "NULL",
+                      "BANG", "INFINITY", "MINUS", "LSQB", "LPAR"}
 
 
 def _describe(name: str) -> str:
@@ -400,8 +404,9 @@ def _expected(names: set[str]) -> str:
         names -= _EXPRESSION_STARTS
         words.append("an atom, an expression" if "NOTIN" in names else "an expression")
     if {"ADD_OP", "MUL_OP"} <= names:
-        names -= {"ADD_OP", "MUL_OP"}
-        words.append("an arithmetic operator")
+        names -= {"ADD_OP", "MUL_OP", "SHIFT_OP", "CMP_OP", "IN"}
+        names = {n for n in names if _describe(n) not in ("`&&`", "`||`")}
+        words.append("an operator")
     words += sorted({_describe(n) for n in names})
     if not words:
         return ""
@@ -528,12 +533,21 @@ class _ToAst(Transformer_NonRecursive):
 
     def materialize(self, meta, items):
         name, lifetime, size, *keys = items
+        keys = [k for k in keys if k is not None]
+        types = tuple(kind for _, kind in keys)
         return s.Materialize(name=name.value, lifetime=lifetime, size=size,
-                             keys=tuple(_int(k) for k in keys if k is not None),
-                             span=_span(meta))
+                             keys=tuple(position for position, _ in keys),
+                             key_types=types if any(types) else (), span=_span(meta))
+
+    def key(self, meta, items):
+        position, kind = items
+        return _int(position), None if kind is None else kind.value
 
     def watch(self, meta, items):
         return s.Watch(name=items[0].value, span=_span(meta))
+
+    def watchmod(self, meta, items):
+        return s.Watch(name=items[0].value, modes=_unescape(items[1]), span=_span(meta))
 
     def body(self, meta, items):
         return items
@@ -549,6 +563,46 @@ class _ToAst(Transformer_NonRecursive):
     def comparison(self, meta, items):
         left, op, right = items
         return s.Comparison(op=op.value, left=left, right=right, span=_span(meta))
+
+    def condition(self, meta, items):
+        """A body condition: a comparison filters as it is; any other term must be true."""
+        term = items[0]
+        if isinstance(term, s.Comparison):
+            return term
+        if isinstance(term, (s.BinOp, s.Neg, s.ListExpr)) or (
+                isinstance(term, s.Const) and term.value.__class__ is not bool):
+            raise _LiteralError(Diagnostic(
+                "E107", "a body condition must be true or false, and this is "
+                f"{'a list' if isinstance(term, s.ListExpr) else 'not a boolean'}",
+                term.span, notes=(Note("compare it (`X > 0`), or assign it (`Y := ...`)"),)))
+        return s.Comparison(op="==", left=term, right=s.Const(value=True, span=term.span),
+                            span=_span(meta))
+
+    def logic_or(self, meta, items):
+        return s.Logic(op="||", left=items[0], right=items[1], span=_span(meta))
+
+    def logic_and(self, meta, items):
+        return s.Logic(op="&&", left=items[0], right=items[1], span=_span(meta))
+
+    def logic_not(self, meta, items):
+        return s.Not(operand=items[0], span=_span(meta))
+
+    def in_range(self, meta, items):
+        value, (low, high, low_closed, high_closed) = items
+        return s.InRange(value=value, low=low, high=high, low_closed=low_closed,
+                         high_closed=high_closed, span=_span(meta))
+
+    def open_open(self, meta, items):
+        return (*items, False, False)
+
+    def open_closed(self, meta, items):
+        return (*items, False, True)
+
+    def closed_open(self, meta, items):
+        return (*items, True, False)
+
+    def closed_closed(self, meta, items):
+        return (*items, True, True)
 
     def _atom(self, meta, items, event: bool):
         name, args = items
@@ -581,6 +635,10 @@ class _ToAst(Transformer_NonRecursive):
         var = None if arg.type == "STAR" else s.Var(name=arg.value, span=_token_span(arg))
         return s.Agg(func=canonical, arg=var, spelling=spelling, span=_span(meta))
 
+    def located_aggregate(self, meta, items):
+        """``a_MAX<@Y>``: the aggregate is the atom's location field."""
+        return _Located(self.aggregate(meta, items))
+
     def binop(self, meta, items):
         left, op, right = items
         return s.BinOp(op=op.value, left=left, right=right, span=_span(meta))
@@ -600,6 +658,15 @@ class _ToAst(Transformer_NonRecursive):
 
     def int(self, meta, items):
         return s.Const(value=_int(items[0]), span=_span(meta))
+
+    def hex(self, meta, items):
+        """``0x1F``, and P2's identifier ``0x1FI`` (an integer: see docs/dialects.md)."""
+        digits = items[0].value[2:].rstrip("I")
+        if len(digits) > MAX_INT_DIGITS:
+            raise _LiteralError(Diagnostic(
+                "E106", f"integer literal of {len(digits):,} digits (the limit is "
+                f"{MAX_INT_DIGITS:,})", _token_span(items[0])))
+        return s.Const(value=int(digits, 16), span=_span(meta))
 
     def float(self, meta, items):
         return s.Const(value=float(items[0].value), span=_span(meta))

@@ -92,7 +92,21 @@ class MakeList:
     span: Span | None = _span
 
 
-Expr = Union[Var, Const, Arith, Negate, Call, MakeList]  # noqa: UP007
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Test:
+    """A boolean: ``op`` over ``args``. ``&&`` and ``||`` (two booleans, the second evaluated
+    only if the first does not decide), ``!`` (one boolean), a comparison ``== != < <= > >=``
+    (two values), or an interval ``in()``, ``in(]``, ``in[)``, ``in[]`` (value, low, high;
+    the interval wraps around when low is not below high)."""
+
+    op: str
+    args: tuple[Expr, ...]
+    span: Span | None = _span
+
+
+RANGES = ("in()", "in(]", "in[)", "in[]")  # Test ops of intervals: which ends are closed
+
+Expr = Union[Var, Const, Arith, Negate, Call, MakeList, Test]  # noqa: UP007
 
 
 def expr_vars(expr: Expr) -> set[str]:
@@ -106,7 +120,7 @@ def expr_vars(expr: Expr) -> set[str]:
             return expr_vars(left) | expr_vars(right)
         case Negate(operand=operand):
             return expr_vars(operand)
-        case Call(args=items) | MakeList(items=items):
+        case Call(args=items) | MakeList(items=items) | Test(args=items):
             return set().union(*(expr_vars(i) for i in items))
     raise TypeError(expr)
 
@@ -123,7 +137,7 @@ def expr_calls(expr: Expr) -> Iterator[Call]:
             yield from expr_calls(right)
         case Negate(operand=operand):
             yield from expr_calls(operand)
-        case MakeList(items=items):
+        case MakeList(items=items) | Test(args=items):
             for item in items:
                 yield from expr_calls(item)
 
@@ -411,7 +425,7 @@ def describe_trigger(trigger: Trigger, deleting: bool) -> str:
 
 # -- printing ------------------------------------------------------------------------------
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+_PRECEDENCE = {"<<": 0, ">>": 0, "+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 
 
 def format_expr(expr: Expr, context: int = 0) -> str:
@@ -430,6 +444,13 @@ def format_expr(expr: Expr, context: int = 0) -> str:
             return f"{function}({', '.join(format_expr(a) for a in args)})"
         case MakeList(items=items):
             return f"[{', '.join(format_expr(i) for i in items)}]"
+        case Test(op="!", args=(operand,)):
+            return f"(!{format_expr(operand, 3)})"
+        case Test(op=op, args=(value, low, high)) if op in RANGES:
+            return (f"({format_expr(value)} in {op[2]}{format_expr(low)}, "
+                    f"{format_expr(high)}{op[3]})")
+        case Test(op=op, args=(left, right)):
+            return f"({format_expr(left)} {op} {format_expr(right)})"
     raise TypeError(expr)
 
 

@@ -43,6 +43,15 @@ def lower(term: s.Term) -> p.Expr:
             return p.Call(function=name, args=tuple(lower(a) for a in args), span=span)
         case s.ListExpr(items=items, span=span):
             return p.MakeList(items=tuple(lower(i) for i in items), span=span)
+        case s.Logic(op=op, left=left, right=right, span=span) \
+                | s.Comparison(op=op, left=left, right=right, span=span):
+            return p.Test(op=op, args=(lower(left), lower(right)), span=span)
+        case s.Not(operand=operand, span=span):
+            return p.Test(op="!", args=(lower(operand),), span=span)
+        case s.InRange(value=value, low=low, high=high, span=span):
+            ends = ("[" if term.low_closed else "(") + ("]" if term.high_closed else ")")
+            return p.Test(op=f"in{ends}", args=(lower(value), lower(low), lower(high)),
+                          span=span)
     raise TypeError(f"not an expression: {term!r}")
 
 

@@ -10,7 +10,7 @@ from overlog import syntax as s
 from overlog.limits import int_text
 from overlog.values import FALSE, TRUE
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+_PRECEDENCE = {"<<": 0, ">>": 0, "+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -94,12 +94,26 @@ def format_term(term: s.Term, context: int = 0) -> str:
             return f"[{', '.join(format_term(i) for i in items)}]"
         case s.Agg(func=func, arg=arg):
             return f"{func}<{'*' if arg is None else arg.name}>"
+        # boolean terms: always parenthesized, so that they read back the same anywhere
+        case s.Comparison(op=op, left=left, right=right):
+            return f"({format_term(left)} {op} {format_term(right)})"
+        case s.Logic(op=op, left=left, right=right):
+            return f"({format_term(left)} {op} {format_term(right)})"
+        case s.Not(operand=operand):
+            return f"(!{format_term(operand, 3)})"
+        case s.InRange(value=value, low=low, high=high, low_closed=lc, high_closed=hc):
+            return (f"({format_term(value)} in {'[' if lc else '('}{format_term(low)}, "
+                    f"{format_term(high)}{']' if hc else ')'})")
     raise TypeError(f"not a term: {term!r}")
+
+
+_BOOLEAN_TERMS = (s.Comparison, s.Logic, s.Not, s.InRange)
 
 
 def format_atom(atom: s.Atom) -> str:
     args = ", ".join(
-        ("@" if i in atom.locs else "") + format_term(a) for i, a in enumerate(atom.args)
+        f"{a.func}<@{a.arg.name}>" if i in atom.locs and isinstance(a, s.Agg) and a.arg
+        else ("@" if i in atom.locs else "") + format_term(a) for i, a in enumerate(atom.args)
     )
     return f"{atom.name}[{args}]" if atom.event else f"{atom.name}({args})"
 
@@ -110,6 +124,9 @@ def format_literal(literal: s.Literal) -> str:
             return format_atom(literal)
         case s.Negation(atom=atom):
             return f"notin {format_atom(atom)}"
+        case s.Comparison(op="==", left=left, right=s.Const(value=right)) \
+                if right is True and isinstance(left, _BOOLEAN_TERMS):
+            return format_term(left)  # a condition
         case s.Comparison(op=op, left=left, right=right):
             return f"{format_term(left)} {op} {format_term(right)}"
         case s.Assign(var=var, expr=expr):
@@ -132,12 +149,17 @@ def format_statement(statement: s.Statement) -> str:
             return f"{format_atom(atom)}."
         case s.FactRows():
             return "\n".join(format_statement(fact) for fact in statement.facts())
-        case s.Materialize(name=name, lifetime=lifetime, size=size, keys=keys):
-            key_text = ", ".join(str(k) for k in keys)
+        case s.Materialize(name=name, lifetime=lifetime, size=size, keys=keys,
+                           key_types=types):
+            key_text = ", ".join(str(k) + (f":{kind}" if kind else "")
+                                 for k, kind in zip(keys, types or (None,) * len(keys),
+                                                    strict=True))
             return (f"materialize({name}, {format_bound(lifetime)}, {format_bound(size)}, "
                     f"keys({key_text})).")
-        case s.Watch(name=name):
+        case s.Watch(name=name, modes=None):
             return f"watch({name})."
+        case s.Watch(name=name, modes=modes):
+            return f"watchmod({name}, {format_value(modes)})."
     raise TypeError(f"not a statement: {statement!r}")
 
 

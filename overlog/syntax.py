@@ -97,7 +97,40 @@ class Agg:
     span: Span | None = _span
 
 
-Term = Union[Var, Wildcard, Const, Call, BinOp, Neg, ListExpr, Agg]  # noqa: UP007
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Logic:
+    """``left && right`` or ``left || right``: booleans, the right one evaluated only when
+    the left one does not decide."""
+
+    op: str  # && ||
+    left: Term
+    right: Term
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Not:
+    """``!operand``: the negation of a boolean."""
+
+    operand: Term
+    span: Span | None = _span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InRange:
+    """``value in (low, high]`` and the other three forms: membership of an interval that
+    wraps around when ``low`` is not below ``high`` (P2's identifier ring)."""
+
+    value: Term
+    low: Term
+    high: Term
+    low_closed: bool
+    high_closed: bool
+    span: Span | None = _span
+
+
+Term = Union[
+    Var, Wildcard, Const, Call, BinOp, Neg, ListExpr, Agg, Logic, Not, InRange, "Comparison"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,6 +166,10 @@ class Negation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
+    """A body literal that filters; inside an expression, the comparison's truth (a
+    boolean). A body condition that is not a comparison (``A || B``) is held as
+    ``condition == true``."""
+
     op: str  # == != < <= > >=
     left: Term
     right: Term
@@ -179,12 +216,16 @@ class Materialize:
     lifetime: int | float  # seconds, or math.inf
     size: int | float  # rows, or math.inf
     keys: tuple[int, ...]
+    key_types: tuple[str | None, ...] = ()  # per key: its declared type (P2's `keys(2:str)`)
     span: Span | None = _span
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Watch:
+    """``watch(name).``, or P2's ``watchmod(name, "modes").`` (``modes`` is then a string)."""
+
     name: str
+    modes: str | None = None
     span: Span | None = _span
 
 

@@ -81,8 +81,90 @@ def remainder(a: Any, b: Any) -> Any:
     return _result(math.fmod(a, b), "%", a, b)
 
 
+def _shift_operands(a: Any, b: Any, op: str) -> None:
+    if a.__class__ is not int or b.__class__ is not int:
+        raise ValueFault(f"cannot shift {type_name(a)} by {type_name(b)} (`{op}` takes ints)")
+    if b < 0:
+        raise ValueFault(f"negative shift count {b}")
+
+
+def shift_left(a: Any, b: Any) -> Any:
+    _shift_operands(a, b, "<<")
+    if b > 65536:
+        raise ValueFault(f"shift count {b} is too large (the limit is 65536)")
+    return a << b
+
+
+def shift_right(a: Any, b: Any) -> Any:
+    _shift_operands(a, b, ">>")
+    return a >> b
+
+
 ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": add, "-": subtract, "*": multiply, "/": divide, "%": remainder}
+    "+": add, "-": subtract, "*": multiply, "/": divide, "%": remainder,
+    "<<": shift_left, ">>": shift_right}
+
+
+# -- booleans ----------------------------------------------------------------------------------
+
+def truth(value: Any, op: str) -> bool:
+    """A boolean operand's truth; anything else is refused (``op`` names the operator)."""
+    if value is TRUE:
+        return True
+    if value is FALSE:
+        return False
+    raise ValueFault(f"`{op}` takes booleans, not {type_name(value)} {format_value(value)}")
+
+
+def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    def ordered(a: Any, b: Any) -> Any:
+        try:
+            return TRUE if compare(a, b) else FALSE
+        except TypeError:
+            raise ValueFault(f"cannot compare {type_name(a)} with {type_name(b)}") from None
+    return ordered
+
+
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": lambda a, b: TRUE if a == b else FALSE,
+    "!=": lambda a, b: TRUE if a != b else FALSE,
+    "<": _ordered(lambda a, b: a < b), "<=": _ordered(lambda a, b: a <= b),
+    ">": _ordered(lambda a, b: a > b), ">=": _ordered(lambda a, b: a >= b)}
+
+
+def in_range(value: Any, low: Any, high: Any, ends: str) -> Any:
+    """Whether ``value`` lies in the interval from ``low`` to ``high`` with the given
+    ``ends`` (``()``, ``(]``, ``[)`` or ``[]``: which ends are closed). When ``low`` is not
+    below ``high`` the interval wraps around, as on P2's identifier ring: ``(a, b]`` is
+    then ``value > a or value <= b``, so ``(a, a]`` is the whole ring and ``(a, a)`` all
+    of it but ``a``."""
+    try:
+        above = value >= low if ends[0] == "[" else value > low
+        below = value <= high if ends[1] == "]" else value < high
+        wraps = not low < high
+    except TypeError:
+        kinds = sorted({type_name(value), type_name(low), type_name(high)})
+        raise ValueFault(f"cannot compare {' with '.join(kinds)} (in an interval)") from None
+    if wraps and low == high and ends == "[]":
+        return TRUE if value == low else FALSE  # [a, a]: just a
+    return TRUE if (above or below if wraps else above and below) else FALSE
+
+
+def evaluate_test(op: str, args: tuple, evaluate: Callable[[Any], Any]) -> Any:
+    """A ``Test`` expression's value (``overlog.plan.Test``), its operands evaluated by
+    ``evaluate`` as they are needed."""
+    if op == "&&":
+        return TRUE if truth(evaluate(args[0]), op) and truth(evaluate(args[1]), op) \
+            else FALSE
+    if op == "||":
+        return TRUE if truth(evaluate(args[0]), op) or truth(evaluate(args[1]), op) \
+            else FALSE
+    if op == "!":
+        return FALSE if truth(evaluate(args[0]), op) else TRUE
+    values = [evaluate(a) for a in args]
+    if op in COMPARE:
+        return COMPARE[op](*values)
+    return in_range(*values, op[2:])
 
 
 def tostr(value: Any) -> str:

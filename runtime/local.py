@@ -35,8 +35,17 @@ from overlog.runtime.backend import (
     PlanFailure,
     guard_functions,
 )
-from overlog.runtime.builtins import ARITHMETIC, aggregate, negate
+from overlog.runtime.builtins import (
+    ARITHMETIC,
+    COMPARE,
+    aggregate,
+    evaluate_test,
+    in_range,
+    negate,
+    truth,
+)
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
+from overlog.values import FALSE, TRUE
 
 if TYPE_CHECKING:
     from overlog.analysis import Relation
@@ -117,6 +126,8 @@ def _value(expr: p.Expr, functions: Mapping[str, Callable]) -> Any:
             return functions[function](*(_value(a, functions) for a in args))
         case p.MakeList(items=items):
             return tuple(_value(i, functions) for i in items)
+        case p.Test(op=op, args=args):
+            return evaluate_test(op, args, lambda a: _value(a, functions))
     raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
 
 
@@ -173,7 +184,8 @@ HOIST = 40  # nesting of generated expressions past which a subexpression is hoi
 STAGE_LOOPS = 12  # joins nested in one stage of a plan (Python allows 20 nested blocks)
 SMALL = 10**15  # integers written into generated source; larger ones are constants
 # the helper doing each operator's arithmetic where it is not int with int
-_HELPERS = {"+": "_plus", "-": "_minus", "*": "_times", "/": "_div", "%": "_mod"}
+_HELPERS = {"+": "_plus", "-": "_minus", "*": "_times", "/": "_div", "%": "_mod",
+            "<<": "_shl", ">>": "_shr"}
 
 
 class _Codegen:
@@ -184,6 +196,8 @@ class _Codegen:
         self.store = store
         self.namespace: dict[str, Any] = {
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_neg": negate,
+            "_truth": truth, "_in_range": in_range, "TRUE": TRUE, "FALSE": FALSE,
+            **{f"_cmp{i}": fn for i, fn in enumerate(COMPARE.values())},
             **{_HELPERS[op]: fn for op, fn in ARITHMETIC.items()},
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
             "PlanFailure": PlanFailure, "_failed": _failed,
@@ -271,6 +285,20 @@ class _Codegen:
                 parts = [self._expr(i) for i in items]
                 text = "(" + "".join(f"{part}, " for part, _ in parts) + ")"
                 depth = max((d for _, d in parts), default=0) + 1
+            case p.Test(op=op, args=args):
+                parts = [self._expr(a) for a in args]
+                texts = [part for part, _ in parts]
+                depth = max(d for _, d in parts) + 1
+                if op in ("&&", "||"):  # Python's `and`/`or`: the second only if needed
+                    word = "and" if op == "&&" else "or"
+                    text = (f"(TRUE if _truth({texts[0]}, {op!r}) {word} "
+                            f"_truth({texts[1]}, {op!r}) else FALSE)")
+                elif op == "!":
+                    text = f"(FALSE if _truth({texts[0]}, '!') else TRUE)"
+                elif op in COMPARE:
+                    text = f"_cmp{list(COMPARE).index(op)}({texts[0]}, {texts[1]})"
+                else:
+                    text = f"_in_range({texts[0]}, {texts[1]}, {texts[2]}, {op[2:]!r})"
             case _:
                 raise TypeError(f"cannot evaluate {term!r}")
         if depth > HOIST:
@@ -284,8 +312,9 @@ class _Codegen:
         else through the helper that gives it Overlog's meaning (``runtime/builtins.py``).
         An operand that is not a variable or a literal is evaluated once, into a temporary."""
         helper = "_neg" if len(operands) == 1 else _HELPERS[op]
-        if op in "/%" or any(isinstance(term, p.Const) and term.value.__class__ is not int
-                             for term, _ in operands):
+        if op in ("/", "%", "<<", ">>") or any(
+                isinstance(term, p.Const) and term.value.__class__ is not int
+                for term, _ in operands):
             return f"{helper}({', '.join(text for _, text in operands)})"
         tests, names = [], []
         for term, text in operands:

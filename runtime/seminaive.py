@@ -267,7 +267,7 @@ def _arithmetic(expr: p.Expr) -> bool:
             return op in "+-" or _arithmetic(left) or _arithmetic(right)
         case p.Negate(operand=operand):
             return _arithmetic(operand)
-        case p.Call(args=args) | p.MakeList(items=args):
+        case p.Call(args=args) | p.MakeList(items=args) | p.Test(args=args):
             return any(map(_arithmetic, args))
     return False
 

@@ -351,7 +351,7 @@ def _raises(expr: p.Expr) -> bool:
     """Whether evaluating ``expr`` can fail (arithmetic: on null, by zero, to NaN; a
     function: on what it does not take)."""
     match expr:
-        case p.Arith() | p.Negate():
+        case p.Arith() | p.Negate() | p.Test():
             return True
         case p.Call(function=function, args=args):
             return (function not in ("f_concat", "f_tostr", "f_now")
@@ -450,8 +450,13 @@ class Translator:
                 if kind not in _NUMERIC:
                     raise Unsupported(f"negating a {kind or 'null'} value")
                 return _not_null(f"(- {text})"), kind
+            case p.Arith(op=op) if op in ("<<", ">>"):
+                raise Unsupported(f"the shift {op}")
             case p.Arith(op=op, left=left, right=right):
                 return _arith(op, *self.expr(left, frame), *self.expr(right, frame))
+            case p.Test():
+                raise Unsupported("a boolean expression (&&, ||, !, a comparison's value or "
+                                  "an interval)")
             case p.Call(function=function, args=args):
                 values = [self.expr(arg, frame) for arg in args]
                 found = self.udf(function)

@@ -107,7 +107,12 @@ def _expr_reason(expr: p.Expr) -> str | None:
         case p.Arith(op=op, left=left, right=right):
             if op in ("/", "%"):
                 return "/ and % do not run on DuckDB yet"
+            if op in ("<<", ">>"):
+                return "<< and >> do not run on DuckDB yet"
             return _expr_reason(left) or _expr_reason(right)
+        case p.Test():
+            return "boolean expressions (&&, ||, !, a comparison's value, an interval) do " \
+                "not run on DuckDB yet"
         case p.Negate(operand=operand):
             return _expr_reason(operand)
     return None

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from overlog import syntax as s
 
 KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
-            "keys"}
+            "watchmod", "keys"}
 
 identifiers = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True).filter(
     lambda n: n not in KEYWORDS)
@@ -25,12 +25,23 @@ strings = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
 constants = st.one_of(numbers, strings, st.booleans(), st.none()).map(lambda v: s.Const(value=v))
 
 
+COMPARISONS = ["==", "!=", "<", "<=", ">", ">="]
+
+
 def _compound(children: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(
         st.builds(lambda n, a: s.Call(name=n, args=tuple(a)), function_names,
                   st.lists(children, max_size=3)),
         st.builds(lambda o, left, right: s.BinOp(op=o, left=left, right=right),
-                  st.sampled_from("+-*/%"), children, children),
+                  st.sampled_from(["+", "-", "*", "/", "%", "<<", ">>"]), children, children),
+        st.builds(lambda o, left, right: s.Logic(op=o, left=left, right=right),
+                  st.sampled_from(["&&", "||"]), children, children),
+        children.map(lambda t: s.Not(operand=t)),
+        st.builds(lambda o, left, right: s.Comparison(op=o, left=left, right=right),
+                  st.sampled_from(COMPARISONS), children, children),
+        st.builds(lambda v, lo, hi, lc, hc: s.InRange(value=v, low=lo, high=hi, low_closed=lc,
+                                                      high_closed=hc),
+                  children, children, children, st.booleans(), st.booleans()),
         # the parser folds minus into numeric literals, so Neg never wraps one
         children.filter(lambda t: not (isinstance(t, s.Const)
                                        and type(t.value) in (int, float)))
@@ -50,7 +61,8 @@ aggregates = st.builds(
 def atoms(draw: st.DrawFn, head: bool = False) -> s.Atom:
     arg = st.one_of(expressions, st.just(s.Wildcard()), *([aggregates] if head else []))
     args = tuple(draw(st.lists(arg, max_size=4)))
-    locatable = [i for i, a in enumerate(args) if not isinstance(a, s.Agg)]
+    locatable = [i for i, a in enumerate(args)  # (an aggregate of a variable: `a_MAX<@Y>`)
+                 if not isinstance(a, s.Agg) or a.arg is not None]
     locs = tuple(sorted(draw(st.sets(st.sampled_from(locatable), max_size=2))
                         if locatable else ()))
     return s.Atom(name=draw(relation_names), args=args, event=draw(st.booleans()), locs=locs)
@@ -60,7 +72,9 @@ literals = st.one_of(
     atoms(),
     atoms().map(lambda a: s.Negation(atom=a)),
     st.builds(lambda o, left, right: s.Comparison(op=o, left=left, right=right),
-              st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), expressions, expressions),
+              st.sampled_from(COMPARISONS), expressions, expressions),
+    expressions.filter(lambda t: isinstance(t, (s.Logic, s.Not, s.InRange)))  # a condition
+    .map(lambda t: s.Comparison(op="==", left=t, right=s.Const(value=True))),
     st.builds(lambda v, e: s.Assign(var=v, expr=e), variables, expressions),
 )
 
@@ -78,7 +92,14 @@ statements = st.one_of(
     atoms(head=True).map(lambda a: s.Fact(atom=a)),
     st.builds(lambda n, lt, sz, k: s.Materialize(name=n, lifetime=lt, size=sz, keys=tuple(k)),
               relation_names, bounds, bounds, st.lists(st.integers(0, 9), max_size=3)),
+    st.builds(lambda n, k: s.Materialize(name=n, lifetime=math.inf, size=math.inf,
+                                         keys=tuple(p for p, _ in k),
+                                         key_types=tuple(t for _, t in k)),
+              relation_names, st.lists(st.tuples(st.integers(0, 9), st.sampled_from(
+                  ["int32", "str", "list"])), min_size=1, max_size=3)),
     relation_names.map(lambda n: s.Watch(name=n)),
+    st.builds(lambda n, m: s.Watch(name=n, modes=m), relation_names, st.sampled_from(
+        ["", "id", "s"])),
 )
 
 programs = st.lists(statements, max_size=5).map(lambda sts: s.Program(statements=tuple(sts)))
