@@ -123,10 +123,13 @@ def compile_program(source: str, path: str | None = None,
                     functions: Mapping[str, tuple[int, float]] | None = None, *,
                     defines: Mapping[str, Any] | None = None,
                     native_modules: Iterable[str] = (),
-                    natives: NativeResolver | None = None) -> ProgramPlan:
+                    natives: NativeResolver | None = None,
+                    dialect: str | None = None) -> ProgramPlan:
     """Parse, check and plan a program (see ``overlog.compile.compile_program``). Native
     handlers must be the standard library's or come from ``native_modules`` (which are not
-    imported here), unless ``natives`` says otherwise."""
+    imported here), unless ``natives`` says otherwise. ``dialect``: "canonical", "p2",
+    "jol", or None to read the program's pragma or detect it (docs/dialects.md)."""
     check = Natives(native_modules).check if natives is None else \
         _compile.natives_check(natives)
-    return _compile.compile_program(source, path, functions, defines=defines, natives=check)
+    return _compile.compile_program(source, path, functions, defines=defines, natives=check,
+                                    dialect=dialect)

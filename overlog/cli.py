@@ -23,7 +23,7 @@ class _UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from overlog.cli_run import add_arguments, add_native_argument
+    from overlog.cli_run import add_arguments, add_program_arguments
 
     parser = argparse.ArgumentParser(
         prog="overlog", description="Check, explain and run Overlog programs.")
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
     for command in (check, explain):
-        add_native_argument(command)
+        add_program_arguments(command)
     return parser
 
 
@@ -54,15 +54,21 @@ def _read(path: str) -> str:
         raise _UsageError(str(error)) from None
 
 
-def _compile(path: str, err: TextIO, native_modules: list[str]) -> ProgramPlan | None:
+def _compile(path: str, err: TextIO, args: argparse.Namespace) -> ProgramPlan | None:
     # overlog.api.compile_program's policy, without importing the engine (check, explain)
+    from overlog.cli_run import UsageError, parse_define
     from overlog.compile import compile_program
     from overlog.diagnostics import render_all
     from overlog.errors import CompileError
     from overlog.stdlib.natives import Natives
 
     try:
-        plan = compile_program(_read(path), path, natives=Natives(native_modules).check)
+        defines = dict(parse_define(d) for d in args.define)
+    except UsageError as error:
+        raise _UsageError(str(error)) from None
+    try:
+        plan = compile_program(_read(path), path, natives=Natives(args.native).check,
+                               defines=defines, dialect=args.dialect)
     except CompileError as error:
         print(error.render(), file=err)
         return None
@@ -76,7 +82,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     status = EXIT_OK
     for path in args.programs:
-        plan = _compile(path, err, args.native)
+        plan = _compile(path, err, args)
         if plan is None:
             status = EXIT_PROGRAM
         else:
@@ -85,7 +91,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    plan = _compile(args.program, err, args.native)
+    plan = _compile(args.program, err, args)
     if plan is None:
         return EXIT_PROGRAM
     from overlog.plan import format_program_plan

@@ -89,14 +89,20 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      f"{MAX_ROUNDS:,})")
     run.add_argument("--step-timeout", type=float, metavar="SECONDS",
                      help="stop a step running longer (default: no limit)")
-    run.add_argument("--define", action="append", default=[], metavar="NAME=VALUE")
-    add_native_argument(run)
+    add_program_arguments(run)
 
 
-def add_native_argument(command: argparse.ArgumentParser) -> None:
+def add_program_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of how a program is read (every command that reads one)."""
     command.add_argument("--native", action="append", default=[], metavar="MODULE",
                          help="let the program bind native handlers of Python module MODULE "
                          "(repeatable; the standard library's are always allowed)")
+    command.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                         help="replace variable NAME by VALUE (in the P2 dialect: a macro, "
+                         "as cpp's -D); repeatable")
+    command.add_argument("--dialect", choices=["canonical", "p2", "jol"],
+                         help="the program's dialect (default: its pragma, or detected; "
+                         "docs/dialects.md)")
 
 
 def parse_define(text: str) -> tuple[str, Any]:
@@ -316,6 +322,7 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
 
     try:
         engine = Engine(source, path, defines=defines, native_modules=args.native,
+                        dialect=args.dialect,
                         max_tuples=args.max_tuples, max_rounds=args.max_rounds,
                         step_timeout=args.step_timeout,
                         progress=_Progress(err) if _is_terminal(err) else None,
@@ -364,10 +371,10 @@ def watch(engine: Any, printer: Printer) -> list[str]:
     checked = engine.plan.checked
     watched = list(checked.watched)
     for name in watched:
-        if checked.relations[name].event:
-            engine.register_listener(name, None, _watcher(engine, printer, name, "event", True))
-        else:
-            for op in ("delete", "insert"):
+        for op in checked.watch_ops(name):
+            if op == "event":
+                engine.register_listener(name, None, _watcher(engine, printer, name, op, True))
+            else:
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, False),
                                          op=op)
     return watched

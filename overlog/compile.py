@@ -8,11 +8,16 @@ from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
+from overlog.diagnostics import Diagnostic, Note
+from overlog.dialect import choose, lower_p2
+from overlog.errors import CompileError, ParseError
 from overlog.limits import recursion_room
 from overlog.parser import parse
 from overlog.plan import ProgramPlan
 from overlog.planner import plan_program
-from overlog.source import Source
+from overlog.preprocess import PreprocessError, preprocess
+from overlog.printer import format_value
+from overlog.source import Source, Span
 from overlog.values import internal
 
 NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or LookupError
@@ -21,14 +26,18 @@ NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or 
 def compile_program(source: str, path: str | None = None,
                     functions: Mapping[str, tuple[int, float]] | None = None, *,
                     defines: Mapping[str, Any] | None = None,
-                    natives: NativesCheck | None = None) -> ProgramPlan:
+                    natives: NativesCheck | None = None,
+                    dialect: str | None = None) -> ProgramPlan:
     """Parse, check and plan an Overlog program.
 
     Raises ParseError or SemanticError (both CompileError) carrying every diagnostic found.
     ``functions`` names user functions the program may call: name -> (fewest, most)
-    arguments. ``defines`` replaces every variable of a given name by a value (``--define``).
-    ``natives`` checks that each native handler's ``module:function`` resolves (the layer
-    that owns handlers supplies it; without it only the form is checked).
+    arguments. ``defines`` replaces every variable of a given name by a value (``--define``;
+    in the P2 dialect, a macro, as cpp's ``-D``). ``natives`` checks that each native
+    handler's ``module:function`` resolves (the layer that owns handlers supplies it;
+    without it only the form is checked). ``dialect`` is "canonical", "p2" or "jol"; None
+    reads the program's pragma or detects it (``overlog.dialect.choose``); an unknown name
+    raises DialectError (a ValueError).
     """
     path = path or "<input>"
     for name, value in (defines or {}).items():
@@ -36,11 +45,38 @@ def compile_program(source: str, path: str | None = None,
             internal(value)
         except (TypeError, ValueError) as error:
             raise ValueError(f"define {name}: {error}") from None
-    program = parse(source, path)
-    with recursion_room():  # terms may nest MAX_NESTING deep
-        if defines:
-            program = apply_defines(program, defines)
-        return plan_program(analyze(program, Source(source, path), functions, natives))
+    choice = choose(source, dialect)
+    notes = [note] if (note := choice.note()) is not None else []
+    if choice.name == "jol":
+        raise ParseError([*notes, Diagnostic(
+            "E109", "the JOL dialect is not supported yet", Span(max(choice.line, 1), 1,
+                                                                 max(choice.line, 1), 1),
+            notes=(Note("docs/dialects.md says what runs: the canonical and P2 dialects"),))],
+            Source(source, path))
+    text, origins = source, None
+    if choice.name == "p2":
+        macros = {name: format_value(internal(value)) for name, value in (defines or {}).items()}
+        try:
+            expanded = preprocess(source, path, macros)
+        except PreprocessError as error:
+            raise ParseError([error.diagnostic], error.source) from None
+        text, origins, defines = expanded.text, expanded.origins, None
+    try:
+        program = parse(text, path, origins=origins)
+        with recursion_room():  # terms may nest MAX_NESTING deep
+            if choice.name == "p2":
+                program, lowered = lower_p2(program)
+                notes += lowered
+            if defines:
+                program = apply_defines(program, defines)
+            checked = analyze(program, Source(text, path, origins), functions, natives,
+                              choice.name)
+    except CompileError as error:  # (with the note saying which dialect it was read as)
+        raise type(error)([*notes, *error.diagnostics], error.source) from None
+    with recursion_room():
+        if notes:
+            checked = replace(checked, warnings=(*notes, *checked.warnings))
+        return replace(plan_program(checked), dialect=choice)
 
 
 def apply_defines(program: s.Program, defines: Mapping[str, Any]) -> s.Program:

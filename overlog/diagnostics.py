@@ -46,7 +46,7 @@ def _excerpt(source: Source, span: Span, indent: str) -> list[str]:
     text = source.line_text(span.line).expandtabs(1)
     if not text and span.line > len(source.text.splitlines()):
         return []
-    number = str(span.line)
+    number = str(source.where(span.line)[1])
     gutter = " " * len(number)
     last = span.end_column if span.end_line == span.line else len(text)
     width = max(1, last - span.column + 1)
@@ -56,11 +56,16 @@ def _excerpt(source: Source, span: Span, indent: str) -> list[str]:
     ]
 
 
+def _where(source: Source, span: Span) -> str:
+    path, line = source.where(span.line)
+    return f"{path}:{line}:{span.column}"
+
+
 def render(diagnostic: Diagnostic, source: Source) -> str:
     """The diagnostic as the text a user reads on stderr (no trailing newline)."""
     where = source.path
     if diagnostic.span is not None:
-        where = f"{where}:{diagnostic.span.line}:{diagnostic.span.column}"
+        where = _where(source, diagnostic.span)
     lines = [f"{where}: {diagnostic.severity}[{diagnostic.code}]: {diagnostic.message}"]
     if diagnostic.span is not None:
         lines += _excerpt(source, diagnostic.span, "  ")
@@ -68,7 +73,7 @@ def render(diagnostic: Diagnostic, source: Source) -> str:
         if note.span is None:
             lines.append(f"  note: {note.message}")
         else:
-            where = f"{source.path}:{note.span.line}:{note.span.column}"
+            where = _where(source, note.span)
             lines.append(f"  {where}: note: {note.message}")
             lines += _excerpt(source, note.span, "    ")
     return "\n".join(lines)

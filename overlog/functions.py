@@ -25,6 +25,30 @@ BUILTIN_FUNCTIONS: dict[str, tuple[int, float]] = {
     "f_last": (1, 1),
 }
 
+# the P2 dialect's table (docs/dialects.md, "Built-in functions"): the canonical functions,
+# P2's own, and those P2 gives another meaning (P2_MEANINGS: lists and randomness as P2 has
+# them; its booleans are the ints 1 and 0)
+P2_FUNCTIONS: dict[str, tuple[int, float]] = {
+    **BUILTIN_FUNCTIONS,
+    "f_append": (1, 2),
+    "f_initlist": (0, math.inf),
+    "f_removeLast": (1, 1),
+    "f_contains": (2, 2),
+    "f_strfind": (2, 2),
+    "f_sha1": (1, 1),
+    "f_typeOf": (1, 1),
+    "f_coinFlip": (1, 1),
+    "f_idgen": (0, 0),
+    "f_drand": (0, 0),
+}
+P2_MEANINGS = frozenset({"f_append", "f_member", "f_rand"})
+
+
+def builtin_functions(dialect: str = "canonical") -> dict[str, tuple[int, float]]:
+    """The built-in functions of a dialect, with their arities."""
+    return P2_FUNCTIONS if dialect == "p2" else BUILTIN_FUNCTIONS
+
+
 AGGREGATES = ("count", "sum", "min", "max", "avg")
 
 

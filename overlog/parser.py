@@ -58,14 +58,16 @@ def _cache_file(grammar: str) -> str | bool:
     return os.path.join(directory, f"grammar-{lark.__version__}-{digest}.lark")
 
 
-def parse(text: str, path: str = "<input>", fast_facts: bool = True) -> s.Program:
+def parse(text: str, path: str = "<input>", fast_facts: bool = True,
+          origins: tuple[tuple[str, int], ...] | None = None) -> s.Program:
     """Parse an Overlog program. Raises ParseError (one diagnostic: the first syntax error).
 
     A line holding just a fact of literals (``link("a", "b", 3).``) is read directly, not by
     the LALR parser (10 MB of facts would take minutes), and consecutive ones of a relation
     and shape make one FactRows: the same facts, with the same spans.
-    ``fast_facts=False`` parses everything with lark (tests compare the two)."""
-    source = Source(text, path)
+    ``fast_facts=False`` parses everything with lark (tests compare the two). ``origins``
+    says where each line came from, for errors (see ``Source``)."""
+    source = Source(text, path, origins)
     stripped = strip_comments(source)
     facts: list[s.FactRows] = []
     if fast_facts:
@@ -310,13 +312,15 @@ _line_pattern = lru_cache(maxsize=64)(_LinePattern)
 # --- comments ---------------------------------------------------------------------------------
 
 
-def strip_comments(source: Source) -> str:
-    """Blank out ``//`` and (nestable) ``/* */`` comments, keeping every line and column."""
+def strip_comments(source: Source, percent: bool = False) -> str:
+    """Blank out ``//`` and (nestable) ``/* */`` comments, keeping every line and column;
+    with ``percent``, P2's ``%%`` line comments too."""
     text = source.text
     out: list[str] | None = None  # made on the first comment
     i, n = 0, len(text)
+    no_comment = _NO_COMMENT_PERCENT if percent else _NO_COMMENT
     while i < n:
-        i = _NO_COMMENT.match(text, i).end()  # type: ignore[union-attr]
+        i = no_comment.match(text, i).end()  # type: ignore[union-attr]
         if i >= n:
             break
         if text[i] == '"':  # an unterminated string: the lexer reports it
@@ -324,7 +328,7 @@ def strip_comments(source: Source) -> str:
             continue
         if out is None:
             out = list(text)
-        if text.startswith("//", i):
+        if text.startswith("//", i) or text.startswith("%%", i):
             end = text.find("\n", i)
             end = n if end < 0 else end
             out[i:end] = " " * (end - i)
@@ -362,6 +366,9 @@ def strip_comments(source: Source) -> str:
 NO_COMMENT_310 = r'(?:"(?:[^"\\\n]|\\[\s\S])*"|[^"/]+|/(?![/*]))*'  # the same, backtracking
 _NO_COMMENT = re.compile(r'(?:"(?:[^"\\\n]|\\[\s\S])*+"|[^"/]++|/(?![/*]))*+'
                          if sys.version_info >= (3, 11) else NO_COMMENT_310)
+_NO_COMMENT_PERCENT = re.compile(r'(?:"(?:[^"\\\n]|\\[\s\S])*+"|[^"/%]++|/(?![/*])|%(?!%))*+'
+                                 if sys.version_info >= (3, 11)
+                                 else r'(?:"(?:[^"\\\n]|\\[\s\S])*"|[^"/%]+|/(?![/*])|%(?!%))*')
 _STRING_BODY = re.compile(r'(?:[^"\\\n]|\\[\s\S])*')
 
 
@@ -437,6 +444,9 @@ def _syntax_diagnostic(error: UnexpectedInput, text: str) -> Diagnostic:
         notes = ()
         if char == "=":
             notes = (Note("write `==` to compare or `:=` to assign"),)
+        elif char == "#":
+            notes = (Note("`#` starts a preprocessor directive in the P2 dialect: is this a "
+                          "P2 program? (--dialect p2)"),)
         return Diagnostic("E102", f"unexpected character `{char}`", span, notes=notes)
     if isinstance(error, UnexpectedToken):
         token = error.token

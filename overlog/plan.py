@@ -33,6 +33,7 @@ from overlog.source import Span
 
 if TYPE_CHECKING:
     from overlog.analysis import CheckedProgram, Relation
+    from overlog.dialect import Choice
 
 _span = field(default=None, compare=False, repr=False)
 
@@ -405,6 +406,7 @@ class ProgramPlan:
     watched: tuple[str, ...]
     calls: tuple[tuple[str, Span | None], ...]  # calls of functions that are not built in
     checked: CheckedProgram = field(compare=False, repr=False)  # for diagnostics and tools
+    dialect: Choice | None = field(default=None, compare=False)  # what it was read as, and why
 
     @property
     def deferred(self) -> tuple[RulePlan, ...]:
@@ -520,7 +522,10 @@ def format_program_plan(plan: ProgramPlan,
     """The whole plan, deterministically: relations, then each stratum's rules with every
     plan they run (after where the stratum runs, when ``placement`` says), then the
     deferred rules (``overlog explain``)."""
-    lines = [f"program {plan.path}: {summary(plan)}", "", "relations:"]
+    lines = [f"program {plan.path}: {summary(plan)}"]
+    if plan.dialect is not None and plan.dialect.name != "canonical":
+        lines.append(f"dialect: {plan.dialect.describe()}")
+    lines += ["", "relations:"]
     width = max((len(name) for name in plan.relations), default=0)
     for relation in plan.relations.values():
         kind = "event" if relation.event else "persistent"

@@ -23,7 +23,7 @@ from overlog import plan as p
 from overlog import syntax as s
 from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.analysis.catalog import NATIVE_HANDLER, PERIODIC
-from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.functions import builtin_functions
 from overlog.printer import format_statement
 from overlog.values import internal, internal_row
 
@@ -473,7 +473,8 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
                   if not isinstance(statement, s.FactRows)  # values only: no call
                   and not (isinstance(statement, s.Fact) and statement.values_only)
                   for node in s.walk(statement)
-                  if isinstance(node, s.Call) and node.name not in BUILTIN_FUNCTIONS)
+                  if isinstance(node, s.Call)
+                  and node.name not in builtin_functions(checked.dialect))
     return p.ProgramPlan(
         path=checked.source.path, relations=checked.relations,
         rules=tuple(plan_rule(info, checked.relations, info.stratum is not None

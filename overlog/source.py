@@ -30,6 +30,14 @@ class Source:
 
     text: str
     path: str = "<input>"
+    # per line of ``text``: the file and line it came from (P2's #include); None: this file
+    origins: tuple[tuple[str, int], ...] | None = None
+
+    def where(self, line: int) -> tuple[str, int]:
+        """The file and line that line ``line`` of the text came from."""
+        if self.origins is not None and 1 <= line <= len(self.origins):
+            return self.origins[line - 1]
+        return self.path, line
 
     def line_text(self, line: int) -> str:
         lines = self.text.splitlines()

@@ -7,8 +7,8 @@ Derived facts (arities, strata) live in analyses, never in nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, replace
 from typing import Union
 
 from overlog.source import Span
@@ -329,6 +329,29 @@ def walk(node: object) -> Iterator[object]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+def rebuild(node: object, change: Callable[[object], object]) -> object:
+    """``node`` with ``change`` applied to every node below it (included), children first.
+    (``change`` returns the node it is given where it changes nothing: then nothing above
+    it is copied.)"""
+    if type(node) is FactRows or not hasattr(node, "__dataclass_fields__"):
+        return change(node)
+    changes = {}
+    for f in fields(node):  # type: ignore[arg-type]
+        if f.name == "span":
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, tuple):
+            new = tuple(rebuild(v, change) if hasattr(v, "__dataclass_fields__") else v
+                        for v in value)
+            if any(a is not b for a, b in zip(new, value, strict=True)):
+                changes[f.name] = new
+        elif hasattr(value, "__dataclass_fields__"):
+            new = rebuild(value, change)
+            if new is not value:
+                changes[f.name] = new
+    return change(replace(node, **changes) if changes else node)  # type: ignore[type-var]
 
 
 def variables(node: object) -> Iterator[Var]:

@@ -196,8 +196,75 @@ def f_size(value: Any) -> int:
     raise TypeError(f"f_size expects a list or a string, got {format_value(value)}")
 
 
-def make_functions(now: Callable[[], float], rng: random.Random) -> dict[str, Callable]:
-    """The built-in function table of one engine (f_now and f_rand read its clock and seed)."""
+def make_functions(now: Callable[[], float], rng: random.Random,
+                   dialect: str = "canonical") -> dict[str, Callable]:
+    """The built-in function table of one engine (f_now and f_rand read its clock and seed)
+    in a dialect (overlog/functions.py says which functions each has)."""
+    table = _canonical_functions(now, rng)
+    if dialect == "p2":
+        table.update(p2_functions(rng))
+    return table
+
+
+def _member(name: str) -> Callable[[Any, Any], int]:
+    def member(items: Any, x: Any) -> int:
+        return 1 if x in _list(name, items) else 0
+    member.__annotations__ = {"return": int}  # (a Spark UDF can run it: runtime/spark.py)
+    return member
+
+
+def _strfind(needle: Any, haystack: Any) -> int:
+    """The 0-based position of ``needle`` in ``haystack``; -1 where it is not."""
+    if needle.__class__ is not str or haystack.__class__ is not str:
+        raise ValueFault(f"f_strfind takes two strings, not {type_name(needle)} and "
+                         f"{type_name(haystack)}")
+    return haystack.find(needle)
+
+
+def _sha1(value: Any) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha1(tostr(value).encode("utf-8")).digest(), "big")
+
+
+def _append(*args: Any) -> tuple:
+    if len(args) == 1:  # P2: a list of one item
+        return (args[0],)
+    items, x = args
+    return (*_list("f_append", items), x)
+
+
+def _type_of(value: Any) -> str:
+    return type_name(value)
+
+
+def p2_functions(rng: random.Random) -> dict[str, Callable]:
+    """The P2 dialect's functions that the canonical table lacks or means otherwise."""
+    def coin_flip(probability: Any) -> int:
+        if probability.__class__ not in NUMBERS:
+            raise ValueFault(f"f_coinFlip takes a probability, not {type_name(probability)}")
+        return 1 if rng.random() < probability else 0
+
+    def remove_last(items: Any) -> tuple:
+        return _nonempty("f_removeLast", items)[:-1]
+
+    return {
+        "f_append": _append,
+        "f_member": _member("f_member"),
+        "f_contains": _member("f_contains"),
+        "f_initlist": lambda *items: tuple(items),
+        "f_removeLast": remove_last,
+        "f_strfind": _strfind,
+        "f_sha1": _sha1,
+        "f_typeOf": _type_of,
+        "f_coinFlip": coin_flip,
+        "f_idgen": lambda: rng.getrandbits(160),
+        "f_rand": lambda: rng.randrange(2**31),
+        "f_drand": lambda: number(rng.random()),
+    }
+
+
+def _canonical_functions(now: Callable[[], float], rng: random.Random) -> dict[str, Callable]:
     return {
         "f_now": lambda: number(float(now())),
         "f_rand": lambda: number(rng.random()),

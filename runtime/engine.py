@@ -25,7 +25,7 @@ from overlog.analysis import Relation
 from overlog.compile import NativeResolver, compile_program, natives_check
 from overlog.diagnostics import Diagnostic
 from overlog.errors import DeliveryError, SemanticError, StepError
-from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.functions import BUILTIN_FUNCTIONS, P2_FUNCTIONS, P2_MEANINGS
 from overlog.limits import recursion_room
 from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
@@ -56,6 +56,9 @@ _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=Tru
 # rows() collects a relation held in Spark up to this many rows unless told otherwise
 ROWS_LIMIT = 1_000_000
 
+_BUILT_IN_NAMES = frozenset(P2_FUNCTIONS) | frozenset(BUILTIN_FUNCTIONS)
+
+
 class _LenientFunctions(Mapping):
     """Function arities for analysis: built-ins, registered ones, and any other `f_` name
     (checked when the engine first runs, once registration had its chance)."""
@@ -64,10 +67,16 @@ class _LenientFunctions(Mapping):
         self.known = known
 
     def __getitem__(self, name: str) -> tuple[int, float]:
-        return self.known.get(name, (0, math.inf))
+        found = self.known.get(name)
+        if found is None and name in _BUILT_IN_NAMES:
+            raise KeyError(name)  # a dialect's built-in: the analysis has its arity
+        return (0, math.inf) if found is None else found
 
     def get(self, name: str, default: Any = None) -> tuple[int, float]:
-        return self[name]
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
     def __iter__(self):
         return iter(self.known)
@@ -104,6 +113,7 @@ class Engine:
                  address: str = "localhost", clock: str | Clock = "sim", seed: int = 0,
                  functions: Mapping[str, Callable] | None = None,
                  defines: Mapping[str, Any] | None = None,
+                 dialect: str | None = None,
                  handlers: Sequence[Handler] = (),
                  natives: NativeResolver | None = None,
                  backend: str | BackendFactory = "auto",
@@ -123,13 +133,15 @@ class Engine:
         self.limits = Limits(max_tuples, max_rounds, step_timeout)
         self.progress = progress
         if isinstance(source, ProgramPlan):
-            if defines:
-                raise ValueError("defines apply when compiling: pass them to compile_program")
+            if defines or dialect:
+                raise ValueError("defines and dialect apply when compiling: pass them to "
+                                 "compile_program")
             plan = source
         else:
-            known = {**BUILTIN_FUNCTIONS, **{n: (0, math.inf) for n in self.user_functions}}
+            known = {n: (0, math.inf) for n in self.user_functions}
             plan = compile_program(source, path, _LenientFunctions(known), defines=defines,
-                                   natives=natives_check(natives) if natives else None)
+                                   natives=natives_check(natives) if natives else None,
+                                   dialect=dialect)
         self.plan = plan
         self.path = plan.path
         self.address = address
@@ -141,7 +153,8 @@ class Engine:
         relations.setdefault(ERROR_RELATION, _ERROR)
         self.relations: dict[str, Relation] = relations
         # every function the program may call; user functions may be added until step 1
-        self._functions = make_functions(lambda: self.now, self.rng)
+        dialect = plan.dialect.name if plan.dialect is not None else "canonical"
+        self._functions = make_functions(lambda: self.now, self.rng, dialect)
         self._functions.update(self.user_functions)
         self.backend = _backend_factory(backend)(relations, self._functions,
                                                  self.user_functions.keys())
@@ -157,8 +170,12 @@ class Engine:
         if backend in ("spark", "auto"):
             from overlog.runtime.spark import THRESHOLD, SparkStrata
 
+            # functions a dialect means otherwise than Spark's built-ins: as user functions
+            shadowing = {name: self._functions[name] for name in P2_MEANINGS} \
+                if dialect == "p2" else {}
             self.spark = SparkStrata(plan, relations, spark_master, spark_conf,
-                                     self.user_functions, None if backend == "spark"
+                                     {**shadowing, **self.user_functions},
+                                     None if backend == "spark"
                                      else THRESHOLD if spark_threshold is None
                                      else spark_threshold, now=self._functions["f_now"])
         # with backend "vector" or "auto": the strata DuckDB runs (runtime/vector.py)

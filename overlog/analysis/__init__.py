@@ -17,7 +17,7 @@ from overlog.analysis.safety import check_statements
 from overlog.analysis.strata import RuleInfo, Stratum, stratify, unbounded_recursion
 from overlog.diagnostics import Diagnostic
 from overlog.errors import SemanticError
-from overlog.functions import BUILTIN_FUNCTIONS
+from overlog.functions import builtin_functions
 from overlog.source import Source
 
 __all__ = ["CheckedProgram", "NativesCheck", "Relation", "RuleInfo", "Stratum", "analyze"]
@@ -33,19 +33,49 @@ class CheckedProgram:
     rules: tuple[RuleInfo, ...]
     strata: tuple[Stratum, ...]
     warnings: tuple[Diagnostic, ...]
+    dialect: str = "canonical"  # the dialect whose built-in functions it calls
 
     @property
     def watched(self) -> tuple[str, ...]:
-        return tuple(st.name for st in self.program.statements if isinstance(st, s.Watch))
+        return tuple(dict.fromkeys(st.name for st in self.program.statements
+                                   if isinstance(st, s.Watch)))
+
+    def watch_ops(self, name: str) -> tuple[str, ...]:
+        """What a watch of relation ``name`` prints: "event" for an event relation;
+        "insert", "delete" (or both) for a persistent one, as P2's `watchmod` modes say
+        (docs/dialects.md); a plain `watch` prints everything."""
+        event = self.relations[name].event
+        ops: set[str] = set()
+        for st in self.program.statements:
+            if not isinstance(st, s.Watch) or st.name != name:
+                continue
+            if st.modes is None or st.modes == "":
+                return ("event",) if event else ("delete", "insert")
+            if event and set(st.modes) & set(WATCH_EVENT_MODES):
+                ops.add("event")
+            if not event and set(st.modes) & set(WATCH_INSERT_MODES):
+                ops.add("insert")
+            if not event and set(st.modes) & set(WATCH_DELETE_MODES):
+                ops.add("delete")
+        return tuple(sorted(ops))
+
+
+# P2's watchmod letters: i insert, a add, d delete, z delete action, c receive, p periodic,
+# s send, h head projection (r refresh, b/j join internals: nothing here prints them)
+WATCH_EVENT_MODES = "iacpsh"
+WATCH_INSERT_MODES = "ia"
+WATCH_DELETE_MODES = "dz"
 
 
 def analyze(program: s.Program, source: Source,
             functions: Mapping[str, tuple[int, float]] | None = None,
-            natives: NativesCheck | None = None) -> CheckedProgram:
-    """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most));
-    ``natives`` checks that native handlers' targets resolve."""
-    known = ChainMap(dict(functions or {}) if isinstance(functions, dict) else functions or {},
-                     BUILTIN_FUNCTIONS)
+            natives: NativesCheck | None = None, dialect: str = "canonical") -> CheckedProgram:
+    """Check a parsed program. ``functions`` adds user functions (name -> (fewest, most))
+    to the built-in ones of ``dialect``; ``natives`` checks that native handlers' targets
+    resolve."""
+    user = {} if functions is None else dict(functions) if isinstance(functions, dict) \
+        else functions
+    known = ChainMap(user, builtin_functions(dialect))
     relations, diagnostics = build_catalog(program, natives)
     diagnostics += check_statements(program, known)
     warnings = [d for d in diagnostics if not d.is_error]
@@ -62,7 +92,7 @@ def analyze(program: s.Program, source: Source,
         raise SemanticError(errors + warnings, source)
     warnings += _unfed_relations(program, relations) + unbounded_recursion(infos)
     return CheckedProgram(program=program, source=source, relations=relations, rules=infos,
-                          strata=strata, warnings=tuple(warnings))
+                          strata=strata, warnings=tuple(warnings), dialect=dialect)
 
 
 def _unfed_relations(program: s.Program, relations: dict[str, Relation]) -> list[Diagnostic]:

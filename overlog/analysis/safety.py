@@ -5,6 +5,7 @@ Also warns about variables used only once.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 
 from overlog import syntax as s
@@ -77,7 +78,9 @@ def _check_calls(node: object, functions: Mapping[str, tuple[int, float]]) -> li
             continue
         arity = functions.get(call.name)
         if arity is None:
-            known = ", ".join(sorted(BUILTIN_FUNCTIONS))
+            builtins = functions.maps[-1] if isinstance(functions, ChainMap) \
+                else BUILTIN_FUNCTIONS
+            known = ", ".join(sorted(builtins))
             problems.append(Diagnostic(
                 "E208", f"unknown function `{call.name}`", call.span,
                 notes=(Note(f"built-in functions: {known}; register others from Python"),)))
@@ -125,10 +128,15 @@ def _check_periodic_constants(rule: s.Rule) -> list[Diagnostic]:
             continue
         period = literal.args[2]
         if not (isinstance(period, s.Const) and type(period.value) in (int, float)
-                and 0 < period.value < float("inf")):
+                and 0 <= period.value < float("inf")):
             problems.append(Diagnostic(
-                "E215", "the period of `periodic` must be a positive number of seconds",
-                period.span))
+                "E215", "the period of `periodic` must be a number of seconds (0: one firing "
+                "a step, as soon as possible)", period.span))
+        elif period.value == 0 and (literal.arity == 3 or (
+                isinstance(literal.args[3], s.Const) and literal.args[3].value == float("inf"))):
+            problems.append(Diagnostic(
+                "E215", "a `periodic` of period 0 needs a count: it fires once a step, and "
+                "for ever would never let the engine rest", period.span))
         if literal.arity == 4:
             count = literal.args[3]
             if not (isinstance(count, s.Const) and (

@@ -211,8 +211,11 @@ def test_the_backend_is_pluggable() -> None:
 def test_a_compiled_plan_runs_on_many_engines() -> None:
     plan = overlog.compile_program('a["x"].\nregisterNativeEventHandler["a", "mine:f"].\n',
                                    native_modules=["mine"])  # allowed, and not imported
-    with pytest.raises(ValueError, match="defines apply when compiling"):
-        overlog.Engine(plan, defines={"X": 1})
+    message = "defines and dialect apply when compiling: pass them to compile_program"
+    for option in ({"defines": {"X": 1}}, {"dialect": "p2"}):
+        with pytest.raises(ValueError) as raised:
+            overlog.Engine(plan, **option)
+        assert str(raised.value) == message
     for options, message in [
             ({}, "native handler `mine:f` is not allowed: a program binds only `stdlib.` "
                  "handlers, and modules its user allows (`--native mine`)"),

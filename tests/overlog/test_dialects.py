@@ -1,0 +1,260 @@
+"""Dialects: choosing one, P2's preprocessor, and P2 programs given their canonical meaning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import overlog
+from overlog.dialect import Choice, DialectError, choose
+from overlog.preprocess import PreprocessError, preprocess
+from tests.goldens import run_cli
+
+# -- choosing ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("p(1).\n", Choice("canonical", "default")),
+    ("// dialect: p2\np(1).\n", Choice("p2", "pragma", line=1)),
+    ("\n\n%% dialect=canonical\nwatchmod(p, \"i\").\n", Choice("canonical", "pragma", line=3)),
+    ("/* dialect: jol */\n", Choice("jol", "pragma", line=1)),
+    ("// a program\nprogram ping;\n", Choice("jol", "detected", "a `program name;` header", 2)),
+    ("p(1).\n#define N 3\n", Choice("p2", "detected", "`#define`", 2)),
+    ("p(1).\n  # include \"x.olg\"\n", Choice("p2", "detected", "`#include`", 2)),
+    ("watchmod(p, \"i\").\n", Choice("p2", "detected", "`watchmod`", 1)),
+    ("a(@N) :- periodic (@N, E, 1).\n",
+     Choice("p2", "detected", "`periodic(...)` in parentheses", 1)),
+    ("p(1).\n%% a comment\n", Choice("p2", "detected", "`%%` comments", 2)),
+    # the first sign decides; a sign inside the canonical dialect's syntax is none
+    ("%% one\n#define X 1\n", Choice("p2", "detected", "`%%` comments", 1)),
+    ("a(@N) :- periodic[@N, E, 1].\n", Choice("canonical", "default")),
+    ("p(X) :- q(X), X % 2 == 0.\n", Choice("canonical", "default")),
+])
+def test_choose(text: str, expected: Choice) -> None:
+    assert choose(text) == expected
+
+
+def test_a_given_dialect_wins_and_names_are_checked() -> None:
+    assert choose("#define X 1\n", "canonical") == Choice("canonical", "given")
+    for bad in ("p3", ""):
+        with pytest.raises(DialectError) as raised:
+            choose("p(1).\n", bad) if bad else choose("// dialect: \n")
+        assert str(raised.value) == (f"unknown dialect {bad!r} (known: canonical, p2, jol)")
+    with pytest.raises(ValueError, match="unknown dialect 'p3'"):
+        overlog.compile_program("p(1).\n", dialect="p3")
+
+
+def test_the_pragma_is_on_the_first_five_lines() -> None:
+    assert choose("\n" * 4 + "// dialect: p2\n").name == "p2"
+    assert choose("\n" * 5 + "// dialect: p2\n").name == "canonical"
+
+
+def test_jol_is_not_supported_yet() -> None:
+    with pytest.raises(overlog.ParseError) as raised:
+        overlog.compile_program("program ping;\n", "ping.olg")
+    assert raised.value.render() == (
+        "ping.olg: note[N201]: read as the JOL dialect: the program uses a `program name;` "
+        "header (line 1)\n"
+        "  note: choose with --dialect canonical|p2|jol, or a first line `// dialect: jol`\n"
+        "ping.olg:1:1: error[E109]: the JOL dialect is not supported yet\n"
+        "  1 | program ping;\n"
+        "    | ^\n"
+        "  note: docs/dialects.md says what runs: the canonical and P2 dialects")
+
+
+# -- the preprocessor -----------------------------------------------------------------------
+
+def test_defines_and_conditions() -> None:
+    text = ("#define ME \"localhost:10000\"\n"
+            "#define PERIOD (2 * HALF)\n"
+            "#define HALF 3\n"
+            "a(ME, PERIOD, \"ME\", MEX).\n"
+            "#ifdef HALF\n"
+            "b(1).\n"
+            "#else\n"
+            "b(2).\n"
+            "#endif\n"
+            "#undef HALF\n"
+            "#ifndef HALF\n"
+            "c(HALF).\n"
+            "#endif\n")
+    done = preprocess(text, "p.olg")
+    assert done.text.split("\n") == [
+        "", "", "", 'a("localhost:10000", (2 * 3), "ME", MEX).', "", "b(1).", "", "", "", "",
+        "", "c(HALF).", "", ""]
+    assert done.origins == tuple(("p.olg", n) for n in range(1, 15))
+    assert done.macros == {"ME": '"localhost:10000"', "PERIOD": "(2 * HALF)"}
+
+
+def test_outside_definitions_come_first_and_stay() -> None:
+    done = preprocess("#define ME 1\n#undef ME\nx(ME, YOU).\n", "p.olg", {"ME": "2"})
+    assert done.text == "\n\nx(2, YOU).\n"
+
+
+def test_a_macro_that_names_itself_stops() -> None:
+    assert preprocess("#define A B + 1\n#define B A\nx(A).\n", "p.olg").text == \
+        "\n\nx(A + 1).\n"
+
+
+def test_comments_shebang_and_percent() -> None:
+    text = "#!/usr/bin/env overlog\n%% c #define X 1\n/* #define Y 2\n*/ a(1). %% end\n"
+    assert preprocess(text, "p.olg").text == "\n" + " " * 16 + "\n" + " " * 14 + \
+        "\n   a(1).       \n"
+
+
+def test_include_is_relative_to_the_including_file(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "common.olg").write_text("#define N 3\nlink(N).\n")
+    main = tmp_path / "main.olg"
+    main.write_text('x(1).\n#include "lib/common.olg"\ny(N).\n')
+    done = preprocess(main.read_text(), str(main))
+    assert done.text == "x(1).\n\n\nlink(3).\n\ny(3).\n"
+    common = str(tmp_path / "lib" / "common.olg")
+    assert done.origins == ((str(main), 1), (str(main), 2), (common, 1), (common, 2),
+                            (common, 3), (str(main), 3), (str(main), 4))
+
+
+def test_errors_in_included_files_name_their_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "common.olg").write_text("link(1).\nbad(X :- .\n")
+    main = tmp_path / "main.olg"
+    main.write_text('// dialect: p2\n#include "common.olg"\n')
+    code, out, err = run_cli(["check", str(main)], tmp_path)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"{tmp_path}/common.olg:2:7: error[E101]: unexpected `:-`; expected an operator, "
+        "`)`, `,` or `<`\n"
+        "  2 | bad(X :- .\n"
+        "    |       ^^\n")
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("#if X\n", 1, "`#if` is not supported"),
+    ("#pragma once\n", 1, "`#pragma` is not supported"),
+    ("p(1).\n#define F(x) x\n", 2, "`#define F(...)`: macros with arguments are not supported"),
+    ("#define\n", 1, "`#define` takes a name and a value: `#define NAME value`"),
+    ("#else\n", 1, "`#else` without `#ifdef` or `#ifndef`"),
+    ("#ifdef X\n#else\n#else\n#endif\n", 3, "a second `#else` for one `#ifdef`"),
+    ("#endif\n", 1, "`#endif` without `#ifdef` or `#ifndef`"),
+    ("p(1).\n#ifndef X\np(2).\n", 2, "`#ifdef` or `#ifndef` without `#endif`"),
+    ("#ifdef\n", 1, "`#ifdef` takes one macro name"),
+    ('#include "nowhere.olg"\n', 1, "cannot include ./nowhere.olg: No such file or directory"),
+    ('#include nowhere\n', 1, '`#include` takes a file name: `#include "file.olg"`'),
+    ("#\n", 1, "a `#` line that is no directive"),
+])
+def test_directive_errors(text: str, line: int, message: str) -> None:
+    with pytest.raises(PreprocessError) as raised:
+        preprocess(text, "./p.olg")
+    assert raised.value.diagnostic.code == "E108"
+    assert raised.value.diagnostic.message == message
+    assert raised.value.diagnostic.span.line == line
+
+
+def test_an_include_that_includes_itself(tmp_path: Path) -> None:
+    path = tmp_path / "loop.olg"
+    path.write_text('#include "loop.olg"\n')
+    with pytest.raises(PreprocessError) as raised:
+        preprocess(path.read_text(), str(path))
+    assert raised.value.diagnostic.message == \
+        "`#include` nested more than 20 deep (does a file include itself?)"
+
+
+# -- P2 programs ------------------------------------------------------------------------------
+
+def _rows(engine: overlog.Engine, relation: str) -> list[tuple]:
+    return sorted(engine.rows(relation), key=repr)
+
+
+def test_relations_not_materialized_are_events() -> None:
+    source = ("#define ME \"n1\"\n"
+              "materialize(count, infinity, 1, keys(1)).\n"
+              "count(@ME, 0).\n"
+              "r1 ping(@N, E) :- periodic(@N, E, 1, 3).\n"
+              "r2 count(@N, C + 1) :- ping(@N, _), count(@N, C).\n"
+              "r3 pong(@N, C) :- ping(@N, _), count(@N, C).\n")
+    engine = overlog.Engine(source, address="n1")
+    relations = engine.plan.relations
+    assert [(name, rel.event) for name, rel in relations.items() if name != "error"] == [
+        ("count", False), ("ping", True), ("periodic", True), ("pong", True)]
+    seen: list[tuple] = []
+    engine.register_listener("pong", None, seen.append)
+    engine.run()
+    assert seen == [("n1", 0), ("n1", 1), ("n1", 2)]
+    assert _rows(engine, "count") == [("n1", 3)]
+    assert engine.plan.dialect == Choice("p2", "detected", "`#define`", 1)
+
+
+def test_defines_are_macros_in_p2() -> None:
+    source = ("// dialect: p2\nmaterialize(t, infinity, infinity, keys(1)).\n"
+              "#define LIMIT 10\nt(LIMIT * 2).\nt(WHO).\n")
+    engine = overlog.Engine(source, defines={"LIMIT": 4, "WHO": 'b"o'})
+    engine.run()
+    assert _rows(engine, "t") == [('b"o',), (8,)]
+
+
+def test_p2_functions_and_string_plus() -> None:
+    source = ("// dialect: p2\n"
+              "materialize(out, infinity, infinity, keys(1)).\n"
+              "go(1).\n"
+              "out(\"append\", f_append(7)) :- go(_).\n"
+              "out(\"member\", f_member([1, 2], 2)) :- go(_).\n"
+              "out(\"absent\", (f_member([1, 2], 3) == 0)) :- go(_).\n"
+              "out(\"contains\", f_contains([1, 2], 1)) :- go(_).\n"
+              "out(\"initlist\", f_initlist(1, \"a\")) :- go(_).\n"
+              "out(\"removeLast\", f_removeLast([1, 2, 3])) :- go(_).\n"
+              "out(\"strfind\", f_strfind(\"lo\", \"hello\")) :- go(_).\n"
+              "out(\"nofind\", f_strfind(\"x\", \"hello\")) :- go(_).\n"
+              "out(\"sha1\", f_sha1(\"abc\")) :- go(_).\n"
+              "out(\"typeOf\", f_typeOf(2.5)) :- go(_).\n"
+              "out(\"text\", \"id\" + 5 + \"/\" + 2.5) :- go(_).\n"
+              "out(\"sum\", X + 5) :- go(X).\n")
+    engine = overlog.Engine(source)
+    engine.run()
+    assert _rows(engine, "out") == [
+        ("absent", True), ("append", (7,)), ("contains", 1), ("initlist", (1, "a")),
+        ("member", 1), ("nofind", -1), ("removeLast", (1, 2)),
+        ("sha1", 0xA9993E364706816ABA3E25717850C26C9CD0D89D), ("strfind", 3), ("sum", 6),
+        ("text", "id5/2.5"), ("typeOf", "float")]
+
+
+def test_p2_functions_are_p2s_only() -> None:
+    with pytest.raises(overlog.SemanticError) as raised:
+        overlog.compile_program("q(1).\np(Y) :- q(X), Y := f_sha1(X).\n", "c.olg")
+    assert raised.value.errors[0].message == "unknown function `f_sha1`"
+    canonical = overlog.Engine("q([1]).\np(f_member(X, 1)) :- q(X).\n")
+    canonical.run()
+    assert _rows(canonical, "p") == [(True,)]
+
+
+def test_watch_of_an_unused_relation_is_a_warning_in_p2() -> None:
+    plan = overlog.compile_program("// dialect: p2\nwatch(nothing).\np(1).\n", "w.olg")
+    assert [(d.code, d.message) for d in plan.checked.warnings] == [
+        ("W205", "`watch` names relation `nothing`, which the program does not use "
+                 "(nothing to print)")]
+    with pytest.raises(overlog.SemanticError, match="E220"):
+        overlog.compile_program("watch(nothing).\np(1).\n")
+
+
+def test_watchmod_chooses_what_is_printed(tmp_path: Path) -> None:
+    (tmp_path / "w.olg").write_text(
+        "materialize(t, infinity, infinity, keys(1)).\n"
+        "watchmod(t, \"d\").\n"
+        "watchmod(e, \"s\").\n"
+        "go(1). go(2).\n"
+        "t(X) :- go(X).\n"
+        "e(X) :- go(X).\n"
+        "delete t(X) :- t(X), X == 1.\n")
+    code, out, err = run_cli(["run", "w.olg"], tmp_path)
+    assert code == 0
+    assert out.splitlines()[:3] == ["[step 1 @0]  e[1]", "[step 1 @0]  e[2]",
+                                    "[step 3 @0] -t(1)"]
+    assert "note[N201]" in err
+
+
+def test_explain_names_the_dialect(tmp_path: Path) -> None:
+    (tmp_path / "p.olg").write_text("p(1).\n")
+    code, out, _ = run_cli(["explain", "--dialect", "p2", "p.olg"], tmp_path)
+    assert code == 0
+    assert out.splitlines()[:2] == ["program p.olg: 1 relation, 0 rules, 1 stratum",
+                                    "dialect: p2 (chosen)"]
+    code, out, _ = run_cli(["explain", "p.olg"], tmp_path)
+    assert out.splitlines()[1] == ""  # canonical: nothing said
