@@ -84,13 +84,27 @@ def choose(text: str, requested: str | None = None) -> Choice:
         line = text.count("\n", 0, len(text) - len(rest)) + 1
         return Choice("jol", "detected", "a `program name;` header", line)
     best = None
+    code = _code(text)
     for pattern, what in _P2_SIGNS:
-        found = pattern.search(text)
+        found = pattern.search(text if "%%" in what else code)
         if found is not None and (best is None or found.start() < best[0]):
             best = (found.start(), what.format(*found.groups()))
     if best is not None:
         return Choice("p2", "detected", best[1], text.count("\n", 0, best[0]) + 1)
     return Choice("canonical", "default")
+
+
+def _code(text: str) -> str:
+    """``text`` with its comments (P2's ``%%`` ones too) blanked, lines and columns kept;
+    as it is where a comment is not closed (the parser says so)."""
+    from overlog.errors import ParseError
+    from overlog.parser import strip_comments
+    from overlog.source import Source
+
+    try:
+        return strip_comments(Source(text), percent=True)
+    except ParseError:
+        return text
 
 
 def _without_comments(text: str) -> str:
@@ -115,6 +129,120 @@ def _string_plus(node: object) -> object:
             _is_text(side) for side in (node.left, node.right)):
         return s.Call(name="f_concat", args=(node.left, node.right), span=node.span)
     return node
+
+
+class _Names:
+    """Names for the relations and variables a rewrite adds, unlike any the program uses."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.taken:
+            n += 1
+            name = f"{base}{n}"
+        self.taken.add(name)
+        return name
+
+
+def _aggregates(rule: s.Rule, keys: tuple[int, ...] | None, names: _Names) -> list[s.Rule]:
+    """A rule whose head aggregates as P2 and RapidNet do, as canonical rules (the rule
+    itself last): several aggregates in one head (``s(G, min<X>, max<X>)``: one helper
+    rule each, joined on the group); a min or max into a table keyed on fewer than its
+    other fields (RapidNet's argmin, ``best(S, D, min<C>, P)`` keyed on S, D: the row
+    that attains the best keeps its other fields; on a tie, the least of them)."""
+    head = rule.head
+    found = [(i, a) for i, a in enumerate(head.args) if isinstance(a, s.Agg)]
+    if not found:
+        return [rule]
+    if len(found) == 1:
+        position, agg = found[0]
+        carried = [i for i in range(head.arity) if i != position and keys
+                   and i + 1 not in keys]
+        if agg.func not in ("min", "max") or not carried or agg.arg is None or not all(
+                isinstance(head.args[i], s.Var) for i in range(head.arity) if i != position):
+            return [rule]
+        return _argmin(rule, position, agg, carried, names)
+    event = any(isinstance(b, s.Atom) and b.event for b in rule.body)
+    group = [i for i in range(head.arity) if not isinstance(head.args[i], s.Agg)]
+    rules, parts = [], []
+    shared = [s.Var(name=names.fresh(f"G{k}")) for k in range(len(group))]
+    for position, agg in found:
+        helper = names.fresh(f"{head.name}_{agg.func}{position + 1}")
+        args = (*(head.args[i] for i in group), agg)
+        locs = tuple(group.index(i) for i in head.locs if i in group)
+        rules.append(replace(rule, name=_helper_name(rule, helper), head=s.Atom(
+            name=helper, args=args, event=event, locs=locs, span=head.span)))
+        value = s.Var(name=names.fresh(f"A{position + 1}"))
+        parts.append(s.Atom(name=helper, args=(*shared, value), event=event, locs=locs,
+                            span=head.span))
+    values = {position: part.args[-1] for (position, _), part in zip(found, parts,
+                                                                     strict=True)}
+    args = tuple(values[i] if i in values else shared[group.index(i)]
+                 for i in range(head.arity))
+    return [*rules, replace(rule, head=replace(head, args=args), body=tuple(parts))]
+
+
+def _argmin(rule: s.Rule, position: int, agg: s.Agg, carried: list[int],
+            names: _Names) -> list[s.Rule]:
+    head = rule.head
+    event = any(isinstance(b, s.Atom) and b.event for b in rule.body)
+    group = [i for i in range(head.arity) if i != position and i not in carried]
+    best = names.fresh(f"{head.name}_{agg.func}")
+    pick = names.fresh(f"{head.name}_pick")
+    group_args = tuple(head.args[i] for i in group)
+    locs = tuple(group.index(i) for i in head.locs if i in group)
+    value = agg.arg
+    assert value is not None
+    # the best value of each group
+    first = replace(rule, name=_helper_name(rule, best), head=s.Atom(
+        name=best, args=(*group_args, agg), event=event, locs=locs, span=head.span))
+    # of the bindings that attain it, the least of the carried fields
+    chosen = [head.args[i] for i in carried]
+    tie = s.Var(name=names.fresh("T"))
+    carry = chosen[0] if len(chosen) == 1 else s.ListExpr(items=tuple(chosen))
+    attains = s.Atom(name=best, args=(*group_args, value), event=event, locs=locs,
+                     span=head.span)
+    second = replace(rule, name=_helper_name(rule, pick), head=s.Atom(
+        name=pick, args=(*group_args, value, s.Agg(func="min", arg=tie, spelling="min")),
+        event=event, locs=locs, span=head.span),
+        body=(*rule.body, attains, s.Assign(var=tie, expr=carry)))
+    # the head, its carried fields taken from the pick
+    picked = s.Atom(name=pick, args=(*group_args, value, tie), event=event, locs=locs,
+                    span=head.span)
+    body: list[s.Literal] = [picked]
+    args = list(head.args)
+    args[position] = value
+    if len(chosen) > 1:
+        rest: s.Term = tie
+        for k, i in enumerate(carried):
+            var = s.Var(name=names.fresh(f"C{i + 1}"))
+            body.append(s.Assign(var=var, expr=s.Call(name="f_car", args=(rest,))))
+            args[i] = var
+            if k + 1 < len(carried):
+                rest = s.Call(name="f_cdr", args=(rest,))
+    else:
+        args[carried[0]] = tie
+    return [first, second, replace(rule, head=replace(head, args=tuple(args)),
+                                   body=tuple(body))]
+
+
+def _helper_name(rule: s.Rule, helper: str) -> str | None:
+    return f"{rule.name}_{helper}" if rule.name else None
+
+
+def _quiet(rule: s.Rule) -> s.Rule:
+    """A helper rule with each variable it uses once renamed ``_Name``: the program used it
+    elsewhere, so no warning should say it is used once (W202)."""
+    counts: dict[str, int] = {}
+    for var in s.variables(rule):
+        counts[var.name] = counts.get(var.name, 0) + 1
+    once = {name for name, n in counts.items() if n == 1 and not name.startswith("_")}
+    if not once:
+        return rule
+    return s.rebuild(rule, lambda node: replace(node, name="_" + node.name)
+                     if isinstance(node, s.Var) and node.name in once else node)
 
 
 def _is_text(term: s.Term) -> bool:
@@ -142,11 +270,15 @@ def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
             return replace(lit, atom=atom(lit.atom))
         return lit
 
+    keys = {st.name: st.keys for st in program.statements if isinstance(st, s.Materialize)}
+    names = _Names(used | tables | {v.name for v in s.variables(program)})
     statements: list[s.Statement] = []
     for st in program.statements:
         st = s.rebuild(st, _string_plus)  # type: ignore[assignment]
         if isinstance(st, s.Rule):
             st = replace(st, head=atom(st.head), body=tuple(literal(b) for b in st.body))
+            *helpers, st = _aggregates(st, keys.get(st.head.name), names)
+            statements += map(_quiet, helpers)
         elif isinstance(st, s.Fact):
             st = replace(st, atom=atom(st.atom))
         elif isinstance(st, s.FactRows) and not st.event and st.name not in tables:

@@ -49,7 +49,7 @@ def builtin_functions(dialect: str = "canonical") -> dict[str, tuple[int, float]
     return P2_FUNCTIONS if dialect == "p2" else BUILTIN_FUNCTIONS
 
 
-AGGREGATES = ("count", "sum", "min", "max", "avg")
+AGGREGATES = ("count", "sum", "min", "max", "avg", "countdistinct")
 
 
 def describe_arity(fewest: int, most: float) -> str:

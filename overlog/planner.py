@@ -333,8 +333,14 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
                  for i, lit in enumerate(body) if isinstance(lit, s.Atom))
 
 
+# the aggregates an event's binding that matches nothing gets a row of (count: 0); in the
+# P2 dialect min and max too (null), as P2's event aggregates do
+EMPTY_AGGREGATES = {"canonical": ("count", "countdistinct"),
+                    "p2": ("count", "countdistinct", "min", "max")}
+
+
 def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
-                 with_every: bool = True) -> p.Aggregation:
+                 with_every: bool = True, dialect: str = "canonical") -> p.Aggregation:
     """``with_every``: also the plan of every group at once (not for a recursive min/max,
     nor for a deferred rule, which never use it)."""
     head = rule.head
@@ -355,13 +361,13 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
             every = whole()
     else:  # a group column is an expression: evaluate the whole rule
         groups = whole()
-    zero = _zero_probe(rule, group) if function == "count" else ()
+    zero = _zero_probe(rule, group) if function in EMPTY_AGGREGATES[dialect] else ()
     return p.Aggregation(function=function, position=position, group=group,
                          groups=groups, zero=zero, every=every)
 
 
 def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
-              own: frozenset[str] = frozenset()) -> p.RulePlan:
+              own: frozenset[str] = frozenset(), dialect: str = "canonical") -> p.RulePlan:
     """A rule's plans; ``monotone`` for a rule of a recursive min/max stratum, whose
     aggregate triggers emit candidate head rows (the aggregate's argument in its column).
     ``own``: the relations its stratum's views both derive and read, which its
@@ -410,7 +416,7 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
         location=head.locs[0] if head.locs else None, triggers=tuple(triggers), start=start,
         rederive=rederive,
         aggregation=_aggregation(rule, *agg, terms,
-                                 with_every=not (monotone or info.deferred))
+                                 with_every=not (monotone or info.deferred), dialect=dialect)
         if agg else None,
         text=format_statement(replace(rule, name=None)), span=rule.span)
 
@@ -479,7 +485,8 @@ def plan_program(checked: CheckedProgram) -> p.ProgramPlan:
         path=checked.source.path, relations=checked.relations,
         rules=tuple(plan_rule(info, checked.relations, info.stratum is not None
                               and checked.strata[info.stratum].monotone,
-                              own.get(info.stratum, frozenset()))  # type: ignore[arg-type]
+                              own.get(info.stratum, frozenset()),  # type: ignore[arg-type]
+                              checked.dialect)
                     for info in checked.rules),
         strata=tuple(p.StratumPlan(index=st.index, relations=st.relations, rules=st.rules,
                                    monotone=st.monotone, strict=st.strict,

@@ -288,6 +288,8 @@ def aggregate(func: str, values: list[Any]) -> Any:
     ``max`` any values that compare."""
     if func == "count":
         return len(values)
+    if func == "countdistinct":
+        return len(set(values))
     if func == "min":
         return min(values)
     if func == "max":

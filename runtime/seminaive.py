@@ -209,7 +209,8 @@ class _Rule:
         return result
 
     def zero_rows(self, store, found: Mapping[tuple, Row]) -> list[Row]:
-        """count-0 rows for this step's event bindings that matched nothing."""
+        """The rows of this step's event bindings that matched nothing: a count of 0, a
+        min or max of null (P2)."""
         keys: dict[tuple, None] = {}
         for relation, evaluator in self.zero:
             seed = store.added(relation)
@@ -217,7 +218,8 @@ class _Rule:
                 keys.update(dict.fromkeys(self.run(evaluator, seed, source=relation,
                                                    capped=False)))
         position = self.aggregation.position  # type: ignore[union-attr]
-        return [(*key[:position], 0, *key[position:]) for key in keys if key not in found]
+        empty = 0 if "count" in self.aggregation.function else None  # type: ignore[union-attr]
+        return [(*key[:position], empty, *key[position:]) for key in keys if key not in found]
 
 
 def _restore_groups(args: tuple[dict, dict]) -> None:

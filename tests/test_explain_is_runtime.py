@@ -62,7 +62,7 @@ def runs() -> dict[str, Run]:
         with recording(ran):
             code, _, err = run_cli(["run", path.name, "--steps", "50"], cwd=path.parent)
         assert code == (3 if "error[E3" in err else 0), err
-        program = overlog.compile_program(path.read_text(encoding="utf-8"), path.name)
+        program = overlog.compile_program(path.read_text(encoding="utf-8"), str(path))
         purposes: dict[p.Plan, set[str]] = defaultdict(set)
         for _, purpose, plan in program.plans():
             purposes[plan].add(purpose)

@@ -118,7 +118,9 @@ class _Localizer:
                     "bindings are", literal.span)
         events = {_label(a.loc) for a in atoms if a.event and a.locs}
         aggregate = any(isinstance(a, s.Agg) for a in head.args)
-        head_label = _label(head.loc) if head.locs else None
+        # (a head located at its aggregate's value is sent there from where the body is)
+        head_label = _label(head.loc) if head.locs and not isinstance(head.loc, s.Agg) \
+            else None
         tables = not any(a.event for a in atoms)  # the generated relations are tables
         view = tables and not head.event and not rule.delete
         gather = (aggregate and view and head_label is not None

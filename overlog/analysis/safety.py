@@ -99,7 +99,8 @@ def _check_head(rule: s.Rule) -> list[Diagnostic]:
         if agg.func not in AGGREGATES:
             problems.append(Diagnostic(
                 "E209", f"unknown aggregate `{agg.spelling}`", agg.span,
-                notes=(Note("aggregates: count, sum, min, max, avg (or a_count, a_sum, ...)"),)))
+                notes=(Note("aggregates: count, sum, min, max, avg, countdistinct (or "
+                            "a_count, a_sum, ...)"),)))
         elif agg.arg is None and agg.func != "count":
             problems.append(Diagnostic(
                 "E209", f"`{agg.spelling}<*>` is not an aggregate: only `count` takes `*`",
@@ -262,8 +263,9 @@ def _check_locations(atom: s.Atom, in_fact: bool) -> list[Diagnostic]:
     for i in atom.locs:
         term = atom.args[i]
         ok = isinstance(term, s.Const) and isinstance(term.value, str)
-        if not in_fact:
-            ok = ok or isinstance(term, s.Var)
+        if not in_fact:  # (a head's aggregate of a variable: the tuple goes to its value)
+            ok = ok or isinstance(term, s.Var) or (isinstance(term, s.Agg)
+                                                   and term.arg is not None)
         if not ok:
             what = "an address string" if in_fact else "a variable or an address string"
             problems.append(Diagnostic(

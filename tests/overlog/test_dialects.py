@@ -258,3 +258,53 @@ def test_explain_names_the_dialect(tmp_path: Path) -> None:
                                     "dialect: p2 (chosen)"]
     code, out, _ = run_cli(["explain", "p.olg"], tmp_path)
     assert out.splitlines()[1] == ""  # canonical: nothing said
+
+
+def test_p2_aggregates_follow_deletions() -> None:
+    source = ("// dialect: p2\n"
+              "materialize(link, infinity, infinity, keys(1, 2, 3)).\n"
+              "materialize(best, infinity, infinity, keys(1)).\n"
+              "materialize(spread, infinity, infinity, keys(1)).\n"
+              "best(S, a_MIN<C>, P) :- link(S, C, P).\n"
+              "spread(S, a_MIN<C>, a_MAX<C>, a_COUNTDISTINCT<C>) :- link(S, C, _).\n")
+    engine = overlog.Engine(source)
+    for row in [("a", 3, "x"), ("a", 1, "y"), ("a", 1, "w"), ("a", 7, "z")]:
+        engine.insert("link", row)
+    engine.run()
+    assert _rows(engine, "best") == [("a", 1, "w")]
+    assert _rows(engine, "spread") == [("a", 1, 7, 3)]
+    engine.delete("link", ("a", 1, "w"))
+    engine.delete("link", ("a", 7, "z"))
+    engine.run()
+    assert _rows(engine, "best") == [("a", 1, "y")]
+    assert _rows(engine, "spread") == [("a", 1, 3, 2)]
+    engine.delete("link", ("a", 1, "y"))
+    engine.delete("link", ("a", 3, "x"))
+    engine.run()
+    assert _rows(engine, "best") == _rows(engine, "spread") == []
+
+
+def test_several_aggregates_stay_an_error_in_the_canonical_dialect() -> None:
+    with pytest.raises(overlog.SemanticError) as raised:
+        overlog.compile_program("q(1, 2).\ns(A, min<B>, max<B>) :- q(A, B).\n")
+    assert [d.code for d in raised.value.errors] == ["E222"]
+
+
+def test_event_aggregates_of_nothing() -> None:
+    source = ("q(1). q(2).\n"
+              "materialize(t, infinity, infinity, keys(1, 2)).\n"
+              "t(1, 5).\n"
+              "r(X, a_MIN<Y>, a_COUNT<*>, a_COUNTDISTINCT<Y>) :- q(X), t(X, Y).\n")
+    seen: list[tuple] = []
+    engine = overlog.Engine("// dialect: p2\n" + source)
+    engine.register_listener("r", None, seen.append)
+    engine.run()
+    assert sorted(seen) == [(1, 5, 1, 1), (2, None, 0, 0)]
+    canonical = overlog.Engine("q[1]. q[2].\nt(1, 5).\n"
+                               "r[X, min<Y>] :- q[X], t(X, Y).\n"
+                               "c[X, countdistinct<Y>] :- q[X], t(X, Y).\n")
+    seen = []
+    canonical.register_listener("r", None, seen.append)
+    canonical.register_listener("c", None, seen.append)
+    canonical.run()
+    assert sorted(seen) == [(1, 1), (1, 5), (2, 0)]  # no min of nothing
