@@ -45,13 +45,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str) -> str:
-    from overlog.source import UnreadableSource, read_text
+def _read(path: str, dialect: str | None, err: TextIO) -> str:
+    from overlog.dialect import read_program
+    from overlog.source import UnreadableSource
 
     try:
-        return read_text(path)
+        text, note = read_program(path, dialect)
     except UnreadableSource as error:
         raise _UsageError(str(error)) from None
+    if note:
+        print(note, file=err)
+    return text
 
 
 def _compile(path: str, err: TextIO, args: argparse.Namespace) -> ProgramPlan | None:
@@ -67,7 +71,8 @@ def _compile(path: str, err: TextIO, args: argparse.Namespace) -> ProgramPlan | 
     except UsageError as error:
         raise _UsageError(str(error)) from None
     try:
-        plan = compile_program(_read(path), path, natives=Natives(args.native).check,
+        plan = compile_program(_read(path, args.dialect, err), path,
+                               natives=Natives(args.native).check,
                                defines=defines, dialect=args.dialect)
     except CompileError as error:
         print(error.render(), file=err)

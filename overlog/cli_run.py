@@ -17,13 +17,14 @@ from overlog import parquetio
 from overlog import syntax as s
 from overlog.csvio import format_cells, format_row
 from overlog.diagnostics import render
+from overlog.dialect import read_program
 from overlog.errors import CompileError, OverlogError, ParseError
 from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.parser import parse
 from overlog.printer import format_tuple, format_values
 from overlog.runtime.memory import THRESHOLD as SPARK_THRESHOLD
 from overlog.runtime.memory import VECTOR_THRESHOLD
-from overlog.source import UnreadableSource, read_text
+from overlog.source import UnreadableSource
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
@@ -314,9 +315,11 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
     its warnings printed (if ``warn``); None (its errors printed) if it does not compile."""
     defines = dict(parse_define(d) for d in args.define)
     try:
-        source = read_text(path)
+        source, note = read_program(path, args.dialect)
     except UnreadableSource as error:
         raise UsageError(str(error)) from None
+    if note:
+        print(note, file=err)
 
     from overlog.api import Engine
 

@@ -9,7 +9,7 @@ from typing import Any
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
 from overlog.diagnostics import Diagnostic, Note
-from overlog.dialect import choose, lower_p2
+from overlog.dialect import choose, lower_p2, p2_unsupported
 from overlog.errors import CompileError, ParseError
 from overlog.limits import recursion_room
 from overlog.parser import parse
@@ -61,6 +61,9 @@ def compile_program(source: str, path: str | None = None,
         except PreprocessError as error:
             raise ParseError([error.diagnostic], error.source) from None
         text, origins, defines = expanded.text, expanded.origins, None
+        unsupported = p2_unsupported(text)
+        if unsupported:
+            raise ParseError([*notes, *unsupported], Source(text, path, origins))
     try:
         program = parse(text, path, origins=origins)
         with recursion_room():  # terms may nest MAX_NESTING deep

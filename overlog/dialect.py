@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
+from overlog.source import Span
 
 DIALECTS = ("canonical", "p2", "jol")
 PRAGMA_LINES = 5  # a pragma is on one of the first lines
@@ -94,6 +95,23 @@ def choose(text: str, requested: str | None = None) -> Choice:
     return Choice("canonical", "default")
 
 
+def read_program(path: str, dialect: str | None = None) -> tuple[str, str | None]:
+    """A program file's text, and a note to show when it was read as Latin-1: a P2 program
+    (``dialect``, or as detected) that is not UTF-8 only in its comments, as old P2 files
+    are. Any other file must be UTF-8 (UnreadableSource says where it is not)."""
+    from overlog.source import UnreadableSource, not_utf8, read_bytes
+
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        where = not_utf8(data, error)
+    text = data.decode("latin-1")
+    if (dialect or choose(text).name) == "p2" and _code(text).isascii():
+        return text, f"{path}: note: read as Latin-1 text: {where}, in a comment"
+    raise UnreadableSource(f"cannot read {path}: {where}")
+
+
 def _code(text: str) -> str:
     """``text`` with its comments (P2's ``%%`` ones too) blanked, lines and columns kept;
     as it is where a comment is not closed (the parser says so)."""
@@ -120,6 +138,36 @@ def _without_comments(text: str) -> str:
 
 
 # -- P2 -------------------------------------------------------------------------------------
+
+# P2 statements this engine does not run: (pattern, what to say)
+_P2_UNSUPPORTED = (
+    (re.compile(r"^[ \t]*(stage)[ \t]*\(", re.M),
+     "it runs C++ code through P2's ONI; register a Python function or a native handler "
+     "instead"),
+    (re.compile(r"^[ \t]*(index)[ \t]*\(", re.M),
+     "secondary indexes are not declared: the engine builds the indexes its plans use"),
+    (re.compile(r"^[ \t]*(traceTable|trace)[ \t]*\(", re.M),
+     "use `watch` or `overlog run --trace`"),
+    (re.compile(r"^[ \t]*(namespace)\b", re.M), "write the names in full"),
+    (re.compile(r"^[ \t]*(ref|materializeSays|says|strongSays|weakSays)[ \t]*\(", re.M),
+     "it belongs to P2's security extensions"),
+    (re.compile(r"^[ \t]*(Query)\b", re.M), "read the tables with `watch` or the API"),
+)
+
+
+def p2_unsupported(text: str) -> list[Diagnostic]:
+    """A located error (E110) for each P2 statement this engine does not run, naming it."""
+    found = []
+    for pattern, why in _P2_UNSUPPORTED:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start(1)) + 1
+            column = match.start(1) - (text.rfind("\n", 0, match.start(1)) + 1) + 1
+            found.append(Diagnostic(
+                "E110", f"P2's `{match.group(1)}` is not supported ({why})",
+                Span(line, column, line, column + len(match.group(1)) - 1),
+                notes=(Note("docs/dialects.md lists what runs"),)))
+    return found
+
 
 
 def _string_plus(node: object) -> object:

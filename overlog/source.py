@@ -53,19 +53,28 @@ class UnreadableSource(Exception):
 def read_text(path: str) -> str:
     """A file's text: UTF-8, a leading byte-order mark skipped. Raises UnreadableSource saying
     what is wrong (missing, unreadable, or not UTF-8, with where)."""
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnreadableSource(f"cannot read {path}: {not_utf8(data, error)}") from None
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes, a leading UTF-8 byte-order mark skipped (UnreadableSource if it
+    cannot be read)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as error:
         raise UnreadableSource(f"cannot read {path}: {error.strerror}") from None
-    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
-        raise UnreadableSource(
-            f"cannot read {path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line "
-            f"{line}, column {column})") from None
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
+def not_utf8(data: bytes, error: UnicodeDecodeError) -> str:
+    """Where ``data`` stops being UTF-8, in words."""
+    line = data.count(b"\n", 0, error.start) + 1
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
+    return (f"not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, column "
+            f"{column})")

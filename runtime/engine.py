@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from overlog.analysis import Relation
 from overlog.compile import NativeResolver, compile_program, natives_check
 from overlog.diagnostics import Diagnostic
+from overlog.dialect import read_program
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import BUILTIN_FUNCTIONS, P2_FUNCTIONS, P2_MEANINGS
 from overlog.limits import recursion_room
@@ -44,7 +45,6 @@ from overlog.runtime.seminaive import (
 )
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
-from overlog.source import read_text
 from overlog.values import NotAValue, internal, internal_row, python, python_row
 
 if TYPE_CHECKING:
@@ -219,7 +219,8 @@ class Engine:
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:
-        return cls(read_text(path), path, **options)  # UTF-8; a byte-order mark skipped
+        # UTF-8, a byte-order mark skipped (a P2 program: Latin-1 in comments too)
+        return cls(read_program(path, options.get("dialect"))[0], path, **options)
 
     @property
     def checked(self):

@@ -308,3 +308,38 @@ def test_event_aggregates_of_nothing() -> None:
     canonical.register_listener("c", None, seen.append)
     canonical.run()
     assert sorted(seen) == [(1, 1), (1, 5), (2, 0)]  # no min of nothing
+
+
+def test_p2_programs_may_have_latin1_comments(tmp_path: Path) -> None:
+    (tmp_path / "old.olg").write_bytes(b"/* r\xe9seau */\n%% caf\xe9\nt(1).\nwatch(t).\n")
+    code, out, err = run_cli(["run", "old.olg"], tmp_path)
+    assert (code, out) == (0, "[step 1 @0]  t[1]\n")
+    assert err.splitlines()[0] == ("old.olg: note: read as Latin-1 text: not UTF-8 text "
+                                   "(byte 0xe9 at line 1, column 5), in a comment")
+    engine = overlog.Engine.from_file(str(tmp_path / "old.olg"))
+    assert engine.plan.dialect.name == "p2"
+    (tmp_path / "text.olg").write_bytes(b"// dialect: p2\nt(\"caf\xe9\").\n")
+    (tmp_path / "canonical.olg").write_bytes(b"/* r\xe9seau */\nt(1).\n")
+    for name, where in (("text.olg", "line 2, column 7"), ("canonical.olg", "line 1, column 5")):
+        code, out, err = run_cli(["check", name], tmp_path)
+        assert (code, out) == (2, "")
+        assert err == f"overlog: error: cannot read {name}: not UTF-8 text (byte 0xe9 at " \
+            f"{where})\n"
+
+
+def test_unsupported_p2_statements_are_named(tmp_path: Path) -> None:
+    (tmp_path / "p.olg").write_text('// dialect: p2\nstage("Hash", in, out).\nt(1).\n'
+                                    '  traceTable(t).\n')
+    code, out, err = run_cli(["check", "p.olg"], tmp_path)
+    assert (code, out) == (1, "")
+    assert err == (
+        "p.olg:2:1: error[E110]: P2's `stage` is not supported (it runs C++ code through "
+        "P2's ONI; register a Python function or a native handler instead)\n"
+        '  2 | stage("Hash", in, out).\n'
+        "    | ^^^^^\n"
+        "  note: docs/dialects.md lists what runs\n"
+        "p.olg:4:3: error[E110]: P2's `traceTable` is not supported (use `watch` or "
+        "`overlog run --trace`)\n"
+        "  4 |   traceTable(t).\n"
+        "    |   ^^^^^^^^^^\n"
+        "  note: docs/dialects.md lists what runs\n")
