@@ -8,16 +8,16 @@ from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
-from overlog.diagnostics import Diagnostic, Note
-from overlog.dialect import choose, lower_p2, p2_unsupported
+from overlog.dialect import choose, code_of, lower_p2, p2_unsupported
 from overlog.errors import CompileError, ParseError
+from overlog.jol import lower_jol, read_jol
 from overlog.limits import recursion_room
 from overlog.parser import parse
 from overlog.plan import ProgramPlan
 from overlog.planner import plan_program
 from overlog.preprocess import PreprocessError, preprocess
 from overlog.printer import format_value
-from overlog.source import Source, Span
+from overlog.source import Source
 from overlog.values import internal
 
 NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or LookupError
@@ -47,13 +47,12 @@ def compile_program(source: str, path: str | None = None,
             raise ValueError(f"define {name}: {error}") from None
     choice = choose(source, dialect)
     notes = [note] if (note := choice.note()) is not None else []
+    text, origins, jol = source, None, None
     if choice.name == "jol":
-        raise ParseError([*notes, Diagnostic(
-            "E109", "the JOL dialect is not supported yet", Span(max(choice.line, 1), 1,
-                                                                 max(choice.line, 1), 1),
-            notes=(Note("docs/dialects.md says what runs: the canonical and P2 dialects"),))],
-            Source(source, path))
-    text, origins = source, None
+        jol, errors = read_jol(source, code_of(source, percent=False))
+        if jol is None:
+            raise ParseError([*notes, *errors], Source(source, path))
+        text = jol.text
     if choice.name == "p2":
         macros = {name: format_value(internal(value)) for name, value in (defines or {}).items()}
         try:
@@ -70,6 +69,8 @@ def compile_program(source: str, path: str | None = None,
             if choice.name == "p2":
                 program, lowered = lower_p2(program)
                 notes += lowered
+            elif jol is not None:
+                program = lower_jol(program, jol)
             if defines:
                 program = apply_defines(program, defines)
             checked = analyze(program, Source(text, path, origins), functions, natives,

@@ -85,7 +85,7 @@ def choose(text: str, requested: str | None = None) -> Choice:
         line = text.count("\n", 0, len(text) - len(rest)) + 1
         return Choice("jol", "detected", "a `program name;` header", line)
     best = None
-    code = _code(text)
+    code = code_of(text)
     for pattern, what in _P2_SIGNS:
         found = pattern.search(text if "%%" in what else code)
         if found is not None and (best is None or found.start() < best[0]):
@@ -107,20 +107,20 @@ def read_program(path: str, dialect: str | None = None) -> tuple[str, str | None
     except UnicodeDecodeError as error:
         where = not_utf8(data, error)
     text = data.decode("latin-1")
-    if (dialect or choose(text).name) == "p2" and _code(text).isascii():
+    if (dialect or choose(text).name) == "p2" and code_of(text).isascii():
         return text, f"{path}: note: read as Latin-1 text: {where}, in a comment"
     raise UnreadableSource(f"cannot read {path}: {where}")
 
 
-def _code(text: str) -> str:
-    """``text`` with its comments (P2's ``%%`` ones too) blanked, lines and columns kept;
-    as it is where a comment is not closed (the parser says so)."""
+def code_of(text: str, percent: bool = True) -> str:
+    """``text`` with its comments (``percent``: P2's ``%%`` ones too) blanked, lines and
+    columns kept; as it is where a comment is not closed (the parser says so)."""
     from overlog.errors import ParseError
     from overlog.parser import strip_comments
     from overlog.source import Source
 
     try:
-        return strip_comments(Source(text), percent=True)
+        return strip_comments(Source(text), percent=percent)
     except ParseError:
         return text
 
@@ -299,17 +299,31 @@ def _is_text(term: s.Term) -> bool:
 
 
 def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
-    """A parsed P2 program with its canonical meaning, and the warnings that P2 gives where
-    the canonical dialect has errors: atoms of relations no ``materialize`` declares are
-    events (``name(...)`` is ``name[...]``); a ``watch`` of a relation the program does
-    not use is a warning (W205), not E220."""
-    tables = {st.name for st in program.statements if isinstance(st, s.Materialize)}
+    """A parsed P2 program with its canonical meaning (``as_canonical``), and the warnings
+    that P2 gives where the canonical dialect has errors: a ``watch`` of a relation the
+    program does not use is a warning (W205), not E220."""
     used = {node.name for node in s.walk(program) if isinstance(node, s.Atom)} | {
         st.name for st in program.statements if isinstance(st, s.FactRows)}
-    warnings = []
+    warnings = [Diagnostic(
+        "W205", f"`watch` names relation `{st.name}`, which the program does not use "
+        "(nothing to print)", st.span, severity="warning")
+        for st in program.statements if isinstance(st, s.Watch) and st.name not in used]
+    program = s.Program(statements=tuple(
+        st for st in program.statements if not (isinstance(st, s.Watch)
+                                                and st.name not in used)), path=program.path)
+    return as_canonical(program, argmin=True), warnings
+
+
+def as_canonical(program: s.Program, argmin: bool) -> s.Program:
+    """A P2 or JOL program, parsed, with its canonical meaning: atoms of relations no
+    ``materialize`` declares are events (``name(...)`` is ``name[...]``); a ``+`` with a
+    string written on one side joins text; several aggregates in one head, and (``argmin``:
+    RapidNet's) a min or max into a table keyed on fewer fields, become helper rules."""
+    declared = {st.name: st.keys for st in program.statements
+                if isinstance(st, s.Materialize)}
 
     def atom(a: s.Atom) -> s.Atom:
-        return a if a.event or a.name in tables else replace(a, event=True)
+        return a if a.event or a.name in declared else replace(a, event=True)
 
     def literal(lit: s.Literal) -> s.Literal:
         if isinstance(lit, s.Atom):
@@ -318,24 +332,20 @@ def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
             return replace(lit, atom=atom(lit.atom))
         return lit
 
-    keys = {st.name: st.keys for st in program.statements if isinstance(st, s.Materialize)}
-    names = _Names(used | tables | {v.name for v in s.variables(program)})
+    used = {node.name for node in s.walk(program) if isinstance(node, s.Atom)}
+    names = _Names(used | set(declared) | {v.name for v in s.variables(program)})
     statements: list[s.Statement] = []
     for st in program.statements:
         st = s.rebuild(st, _string_plus)  # type: ignore[assignment]
         if isinstance(st, s.Rule):
             st = replace(st, head=atom(st.head), body=tuple(literal(b) for b in st.body))
-            *helpers, st = _aggregates(st, keys.get(st.head.name), names)
+            *helpers, st = _aggregates(st, declared.get(st.head.name) if argmin else None,
+                                       names)
             statements += map(_quiet, helpers)
         elif isinstance(st, s.Fact):
             st = replace(st, atom=atom(st.atom))
-        elif isinstance(st, s.FactRows) and not st.event and st.name not in tables:
+        elif isinstance(st, s.FactRows) and not st.event and st.name not in declared:
             st = s.FactRows(name=st.name, event=True, locs=st.locs, rows=st.rows,
                             places=st.places, span=st.span)
-        elif isinstance(st, s.Watch) and st.name not in used:
-            warnings.append(Diagnostic(
-                "W205", f"`watch` names relation `{st.name}`, which the program does not use "
-                "(nothing to print)", st.span, severity="warning"))
-            continue
         statements.append(st)
-    return s.Program(statements=tuple(statements), path=program.path), warnings
+    return s.Program(statements=tuple(statements), path=program.path)

@@ -49,7 +49,9 @@ def builtin_functions(dialect: str = "canonical") -> dict[str, tuple[int, float]
     return P2_FUNCTIONS if dialect == "p2" else BUILTIN_FUNCTIONS
 
 
-AGGREGATES = ("count", "sum", "min", "max", "avg", "countdistinct")
+AGGREGATES = ("count", "sum", "min", "max", "avg", "countdistinct", "set", "list", "topk",
+              "bottomk")
+RANKED = ("topk", "bottomk")  # the aggregates that take a count: topk<X, K>
 
 
 def describe_arity(fewest: int, most: float) -> str:

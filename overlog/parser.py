@@ -6,6 +6,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache, lru_cache
 from importlib import resources
 
@@ -644,6 +645,11 @@ class _ToAst(Transformer_NonRecursive):
             canonical = canonical[2:]
         var = None if arg.type == "STAR" else s.Var(name=arg.value, span=_token_span(arg))
         return s.Agg(func=canonical, arg=var, spelling=spelling, span=_span(meta))
+
+    def aggregate_k(self, meta, items):
+        """JOL's ``topk<X, K>`` and ``bottomk<X, K>``."""
+        func, arg, k = items
+        return replace(self.aggregate(meta, [func, arg]), k=_int(k))
 
     def located_aggregate(self, meta, items):
         """``a_MAX<@Y>``: the aggregate is the atom's location field."""

@@ -361,7 +361,8 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
             every = whole()
     else:  # a group column is an expression: evaluate the whole rule
         groups = whole()
-    zero = _zero_probe(rule, group) if function in EMPTY_AGGREGATES[dialect] else ()
+    empty = EMPTY_AGGREGATES.get(dialect, EMPTY_AGGREGATES["canonical"])
+    zero = _zero_probe(rule, group) if function in empty else ()
     return p.Aggregation(function=function, position=position, group=group,
                          groups=groups, zero=zero, every=every)
 
@@ -377,7 +378,8 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
     terms = _Terms()
     head = rule.head
     view = info.kind == "view" and not info.deferred
-    agg = next(((i, a.func) for i, a in enumerate(head.args) if isinstance(a, s.Agg)), None)
+    agg = next(((i, a.func if a.k is None else f"{a.func}:{a.k}")
+                for i, a in enumerate(head.args) if isinstance(a, s.Agg)), None)
     if agg is not None:  # triggers only say which groups to recompute
         project = p.Project(terms=tuple(lower(t) for i, t in enumerate(head.args)
                                         if i != agg[0]))

@@ -92,8 +92,8 @@ def format_term(term: s.Term, context: int = 0) -> str:
             return f"-{format_term(operand, 3)}"
         case s.ListExpr(items=items):
             return f"[{', '.join(format_term(i) for i in items)}]"
-        case s.Agg(func=func, arg=arg):
-            return f"{func}<{'*' if arg is None else arg.name}>"
+        case s.Agg(func=func, arg=arg, k=k):
+            return f"{func}<{'*' if arg is None else arg.name}{'' if k is None else f', {k}'}>"
         # boolean terms: always parenthesized, so that they read back the same anywhere
         case s.Comparison(op=op, left=left, right=right):
             return f"({format_term(left)} {op} {format_term(right)})"

@@ -94,6 +94,7 @@ class Agg:
     func: str
     arg: Var | None
     spelling: str = field(default="", compare=False)
+    k: int | None = None  # JOL's topk<X, K> and bottomk<X, K>: how many
     span: Span | None = _span
 
 

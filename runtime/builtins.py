@@ -17,7 +17,16 @@ from fractions import Fraction
 from typing import Any
 
 from overlog.printer import format_value
-from overlog.values import FALSE, NUMBERS, TRUE, IntFloat, number, type_name
+from overlog.values import (
+    FALSE,
+    NUMBERS,
+    TRUE,
+    IntFloat,
+    comparison_error,
+    number,
+    sort_key,
+    type_name,
+)
 
 
 class ValueFault(ArithmeticError):
@@ -290,6 +299,17 @@ def aggregate(func: str, values: list[Any]) -> Any:
         return len(values)
     if func == "countdistinct":
         return len(set(values))
+    if func == "set":
+        return tuple(sorted(set(values), key=sort_key))
+    if func == "list":
+        return tuple(sorted(values, key=sort_key))
+    if func.startswith(("topk:", "bottomk:")):  # topk<X, K>: the K greatest, greatest first
+        name, k = func.split(":")
+        try:
+            ranked = sorted(values, reverse=name == "topk")
+        except TypeError as error:
+            raise ValueFault(comparison_error(str(error)) or str(error)) from None
+        return tuple(ranked[:int(k)])
     if func == "min":
         return min(values)
     if func == "max":

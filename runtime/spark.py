@@ -228,8 +228,9 @@ def static_reason(rules: list[p.RulePlan], arity: Mapping[str, int],
     user = user or {}
     for rule in rules:
         aggregation = rule.aggregation
-        if aggregation is not None and aggregation.function == "countdistinct":
-            return "countdistinct<> has no Spark equivalent yet"
+        if aggregation is not None and aggregation.function not in (
+                "count", "sum", "min", "max", "avg"):
+            return f"{aggregation.function.partition(':')[0]}<> has no Spark equivalent yet"
         if aggregation is not None and aggregation.zero:
             return "a count over events (count 0 for an event that matches nothing)"
         if aggregation is not None and isinstance(aggregation.groups.driver, p.Unit):

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
-from overlog.functions import AGGREGATES, BUILTIN_FUNCTIONS, describe_arity
+from overlog.functions import AGGREGATES, BUILTIN_FUNCTIONS, RANKED, describe_arity
 
 
 def check_statements(program: s.Program,
@@ -99,12 +99,22 @@ def _check_head(rule: s.Rule) -> list[Diagnostic]:
         if agg.func not in AGGREGATES:
             problems.append(Diagnostic(
                 "E209", f"unknown aggregate `{agg.spelling}`", agg.span,
-                notes=(Note("aggregates: count, sum, min, max, avg, countdistinct (or "
-                            "a_count, a_sum, ...)"),)))
+                notes=(Note("aggregates: count, sum, min, max, avg, countdistinct, set, list, "
+                            "topk<X, K>, bottomk<X, K> (or a_count, a_sum, ...)"),)))
         elif agg.arg is None and agg.func != "count":
             problems.append(Diagnostic(
                 "E209", f"`{agg.spelling}<*>` is not an aggregate: only `count` takes `*`",
                 agg.span))
+        elif agg.func in RANKED and agg.k is None:
+            problems.append(Diagnostic(
+                "E209", f"`{agg.spelling}` takes a count: `{agg.spelling}<X, 3>`", agg.span))
+        elif agg.func not in RANKED and agg.k is not None:
+            problems.append(Diagnostic(
+                "E209", f"only `topk` and `bottomk` take a count, not `{agg.spelling}`",
+                agg.span))
+        elif agg.k is not None and agg.k < 1:
+            problems.append(Diagnostic(
+                "E209", f"the count of `{agg.spelling}` must be at least 1", agg.span))
     if len(aggregates) > 1:
         problems.append(Diagnostic(
             "E222", "a rule head may hold at most one aggregate", aggregates[1].span,

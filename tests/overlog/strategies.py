@@ -51,10 +51,12 @@ def _compound(children: st.SearchStrategy) -> st.SearchStrategy:
 
 
 expressions = st.recursive(st.one_of(variables, constants), _compound, max_leaves=6)
-aggregates = st.builds(
-    lambda f, a: s.Agg(func=f, arg=a),
-    st.sampled_from(["count", "sum", "min", "max", "avg", "median"]),
-    st.one_of(st.none(), variables))
+aggregates = st.one_of(
+    st.builds(lambda f, a: s.Agg(func=f, arg=a),
+              st.sampled_from(["count", "sum", "min", "max", "avg", "median"]),
+              st.one_of(st.none(), variables)),
+    st.builds(lambda f, a, k: s.Agg(func=f, arg=a, k=k), st.sampled_from(["topk", "bottomk"]),
+              variables, st.integers(0, 10**6)))
 
 
 @st.composite
@@ -62,7 +64,7 @@ def atoms(draw: st.DrawFn, head: bool = False) -> s.Atom:
     arg = st.one_of(expressions, st.just(s.Wildcard()), *([aggregates] if head else []))
     args = tuple(draw(st.lists(arg, max_size=4)))
     locatable = [i for i, a in enumerate(args)  # (an aggregate of a variable: `a_MAX<@Y>`)
-                 if not isinstance(a, s.Agg) or a.arg is not None]
+                 if not isinstance(a, s.Agg) or (a.arg is not None and a.k is None)]
     locs = tuple(sorted(draw(st.sets(st.sampled_from(locatable), max_size=2))
                         if locatable else ()))
     return s.Atom(name=draw(relation_names), args=args, event=draw(st.booleans()), locs=locs)

@@ -49,19 +49,6 @@ def test_the_pragma_is_on_the_first_five_lines() -> None:
     assert choose("\n" * 5 + "// dialect: p2\n").name == "canonical"
 
 
-def test_jol_is_not_supported_yet() -> None:
-    with pytest.raises(overlog.ParseError) as raised:
-        overlog.compile_program("program ping;\n", "ping.olg")
-    assert raised.value.render() == (
-        "ping.olg: note[N201]: read as the JOL dialect: the program uses a `program name;` "
-        "header (line 1)\n"
-        "  note: choose with --dialect canonical|p2|jol, or a first line `// dialect: jol`\n"
-        "ping.olg:1:1: error[E109]: the JOL dialect is not supported yet\n"
-        "  1 | program ping;\n"
-        "    | ^\n"
-        "  note: docs/dialects.md says what runs: the canonical and P2 dialects")
-
-
 # -- the preprocessor -----------------------------------------------------------------------
 
 def test_defines_and_conditions() -> None:
@@ -343,3 +330,113 @@ def test_unsupported_p2_statements_are_named(tmp_path: Path) -> None:
         "  4 |   traceTable(t).\n"
         "    |   ^^^^^^^^^^\n"
         "  note: docs/dialects.md lists what runs\n")
+
+
+# -- JOL -----------------------------------------------------------------------------------
+
+JOL_PING = """program pingpong;
+
+import java.lang.String;
+
+define(link, keys(0, 1), {String, String});
+define(pings, keys(0), {String, Integer});
+define(ping, {String, String, Integer});
+timer(clock, physical, 1000, 3, 0);
+watch(ping);
+watch(pings, a);
+
+link("a", "b");
+pings("a", 0L);
+
+/* count a ping a second; a rule's name may stand on the line before it */
+send
+public ping(X, Y, N) :- clock(_, _, _), link(X, Y), pings(X, N);
+
+count
+pings(X, N + 1) :- ping(X, _, N);
+"""
+
+
+def test_a_jol_program_runs(tmp_path: Path) -> None:
+    (tmp_path / "ping.olg").write_text(JOL_PING)
+    code, out, err = run_cli(["run", "ping.olg"], tmp_path)
+    assert code == 0
+    assert out == (
+        '[step 1 @0] +pings("a", 0)\n'
+        '[step 2 @1]  ping["a", "b", 0]\n'
+        '[step 3 @1] +pings("a", 1)\n'
+        '[step 4 @2]  ping["a", "b", 1]\n'
+        '[step 5 @2] +pings("a", 2)\n'
+        '[step 6 @3]  ping["a", "b", 2]\n'
+        '[step 7 @3] +pings("a", 3)\n'
+        'pings (1 row)\n  "a"  3\n')
+    assert err.startswith("ping.olg: note[N201]: read as the JOL dialect: the program uses "
+                          "a `program name;` header (line 1)\n")
+    plan = overlog.compile_program(JOL_PING)
+    assert [(r.name, r.event, r.keys) for r in plan.relations.values()
+            if r.name != "periodic"] == [
+        ("clock", True, (0, 1, 2)), ("link", False, (0, 1)), ("pings", False, (0,)),
+        ("ping", True, (0, 1, 2))]
+    assert [rule.name for rule in plan.rules] == ["timer_clock", "send", "count"]
+    assert plan.timers == ((1.0, 3),)
+
+
+@pytest.mark.parametrize(("line", "column", "message"), [
+    ("x(X, Y) :- y(X), Y := new ValueList();", 23, "a Java object (`new`) is not supported"),
+    ("x(X, N) :- y(X), N := X.size();", 23, "a Java method call is not supported"),
+    ("x(generic<(X)>) :- y(X);", 3, "a `generic<...>` aggregate (Java code) is not supported"),
+    ("x(X) :- y#insert(X);", 9, "a `#insert`/`#delete` modifier is not supported"),
+    ("async x(X) :- y(X);", 1, "an `async` rule is not supported"),
+])
+def test_java_interop_is_named(line: str, column: int, message: str) -> None:
+    with pytest.raises(overlog.ParseError) as raised:
+        overlog.compile_program(f"program p;\n{line}\n", dialect="jol")
+    (error,) = raised.value.errors
+    assert (error.code, error.message, error.span.line, error.span.column) == (
+        "E111", f"{message}: the engine runs no Java", 2, column)
+
+
+def test_jol_declarations() -> None:
+    with pytest.raises(overlog.ParseError) as raised:
+        overlog.compile_program("program p;\ndefine(t, keys(2), {Integer, Integer});\n")
+    assert [(e.code, e.message) for e in raised.value.errors] == [
+        ("E203", "key position 2 is out of range for `t`, which has 2 fields (JOL's "
+                 "positions are 0-based)")]
+    with pytest.raises(overlog.ParseError) as raised:
+        overlog.compile_program("program p;\ntimer(t, logical, 0, 1, 0);\n")
+    assert [e.message for e in raised.value.errors] == [
+        "timer `t` needs a period above 0 and a TTL of at least 1"]
+    # keys(): the whole tuple (a set); `;` and `.` in strings stay
+    engine = overlog.Engine('program p;\ndefine(t, keys(), {String});\nt("a;b.");\n'
+                            't("a;b.");\nn(count<*>) :- t(_);\ndefine(n, keys(), {Integer});\n')
+    engine.run()
+    assert _rows(engine, "t") == [("a;b.",)] and _rows(engine, "n") == [(1,)]
+
+
+def test_logical_timers_fire_once_a_step() -> None:
+    engine = overlog.Engine("program p;\ntimer(tick, logical, 1, 3, 0);\n"
+                            "define(seen, keys(0), {Long});\n"
+                            "seen(f_now()) :- tick(P, T, D);\n")
+    engine.run()
+    assert _rows(engine, "seen") == [(1.0,), (2.0,), (3.0,)]
+
+
+def test_ranked_and_collecting_aggregates() -> None:
+    source = ('score("a", 3). score("a", 9). score("a", 5). score("a", 1). score("b", 2).\n'
+              "top(P, topk<S, 2>) :- score(P, S).\n"
+              "bottom(P, bottomk<S, 2>) :- score(P, S).\n"
+              "kinds(P, set<K>) :- score(P, S), K := S % 2.\n"
+              "all(P, list<K>) :- score(P, S), K := S % 2.\n")
+    engine = overlog.Engine(source)
+    engine.run()
+    assert _rows(engine, "top") == [("a", (9, 5)), ("b", (2,))]
+    assert _rows(engine, "bottom") == [("a", (1, 3)), ("b", (2,))]
+    assert _rows(engine, "kinds") == [("a", (1,)), ("b", (0,))]
+    assert _rows(engine, "all") == [("a", (1, 1, 1, 1)), ("b", (0,))]
+    for text, message in [("t(topk<X>) :- s(X).", "`topk` takes a count: `topk<X, 3>`"),
+                          ("t(min<X, 2>) :- s(X).",
+                           "only `topk` and `bottomk` take a count, not `min`"),
+                          ("t(topk<X, 0>) :- s(X).", "the count of `topk` must be at least 1")]:
+        with pytest.raises(overlog.SemanticError) as raised:
+            overlog.compile_program(f"s(1).\n{text}\n")
+        assert [(e.code, e.message) for e in raised.value.errors] == [("E209", message)]
