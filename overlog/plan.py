@@ -97,8 +97,9 @@ class MakeList:
 class Test:
     """A boolean: ``op`` over ``args``. ``&&`` and ``||`` (two booleans, the second evaluated
     only if the first does not decide), ``!`` (one boolean), a comparison ``== != < <= > >=``
-    (two values), or an interval ``in()``, ``in(]``, ``in[)``, ``in[]`` (value, low, high;
-    the interval wraps around when low is not below high)."""
+    (two values), an interval ``in()``, ``in(]``, ``in[)``, ``in[]`` (value, low, high;
+    the interval wraps around when low is not below high), or ``type`` (value, key type,
+    the field it is written to: true, or the rule fails; P2's typed keys)."""
 
     op: str
     args: tuple[Expr, ...]
@@ -448,6 +449,8 @@ def format_expr(expr: Expr, context: int = 0) -> str:
             return f"[{', '.join(format_expr(i) for i in items)}]"
         case Test(op="!", args=(operand,)):
             return f"(!{format_expr(operand, 3)})"
+        case Test(op="type", args=(value, kind, _)):
+            return f"({format_expr(value)} is {kind.value})"  # type: ignore[union-attr]
         case Test(op=op, args=(value, low, high)) if op in RANGES:
             return (f"({format_expr(value)} in {op[2]}{format_expr(low)}, "
                     f"{format_expr(high)}{op[3]})")

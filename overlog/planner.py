@@ -25,7 +25,7 @@ from overlog.analysis import CheckedProgram, RuleInfo
 from overlog.analysis.catalog import NATIVE_HANDLER, PERIODIC
 from overlog.functions import builtin_functions
 from overlog.printer import format_statement
-from overlog.values import internal, internal_row
+from overlog.values import TRUE, internal, internal_row
 
 
 def lower(term: s.Term) -> p.Expr:
@@ -392,18 +392,21 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
     # a recursive min/max: triggers emit candidate head rows (the fixpoint keeps each
     # group's best), over-deletion the candidates removed rows took away
     candidates = p.Project(terms=_head_terms(head)) if monotone and agg is not None else None
+    types = relations[head.name].types if agg is None else ()
     triggers = []
     for i, literal in enumerate(rule.body):
         negated = isinstance(literal, s.Negation)
         if not isinstance(literal, s.Atom) and not (negated and view):
             continue
-        insert = plan_body(rule.body, i, candidates or project, terms=terms)
+        insert = _typed(plan_body(rule.body, i, candidates or project, terms=terms), types,
+                        head.name)
         atom = literal.atom if negated else literal  # type: ignore[union-attr]
         triggers.append(p.Trigger(relation=atom.name, literal=i, negated=negated, insert=insert,
                                   delete=over_deletion(insert) if deleting else None))
     start = None
     if info.fires_at_start:
-        start = plan_body(rule.body, None, candidates or project, terms=terms)
+        start = _typed(plan_body(rule.body, None, candidates or project, terms=terms), types,
+                       head.name)
     rederive = None
     if view and agg is None:
         rederive = plan_body(rule.body, None, replace(project, unless_in=None),
@@ -421,6 +424,18 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
                                  with_every=not (monotone or info.deferred), dialect=dialect)
         if agg else None,
         text=format_statement(replace(rule, name=None)), span=rule.span)
+
+
+def _typed(plan: p.Plan, types: tuple[tuple[int, str], ...], relation: str) -> p.Plan:
+    """``plan`` checking that the rows it writes fit the typed key fields of ``relation``
+    (P2's ``keys(2:str)``): a row that does not fails the rule (E301)."""
+    if not types:
+        return plan
+    checks = tuple(p.Filter(op="==", left=p.Test(op="type", args=(
+        plan.project.terms[column], p.Const(value=kind),
+        p.Const(value=f"{column + 1} of `{relation}`"))), right=p.Const(value=TRUE))
+        for column, kind in types)
+    return replace(plan, operators=(*plan.operators, *checks))
 
 
 def _timers(program: s.Program) -> tuple[tuple[float, float], ...]:

@@ -226,3 +226,25 @@ def sort_key(value: Any) -> tuple:
     if kind is tuple:
         return (4, tuple(sort_key(v) for v in value))
     return (5, repr(value))
+
+
+# P2's and RapidNet's typed keys (``keys(2:str, 3:int32)``): each type name -> the Overlog
+# type it admits and, for the sized ints, the range
+KEY_TYPES: dict[str, tuple[str, tuple[int, int] | None]] = {
+    "int": ("int", None), "int64": ("int", (-2**63, 2**63 - 1)), "long": ("int", None),
+    "int32": ("int", (-2**31, 2**31 - 1)), "uint32": ("int", (0, 2**32 - 1)),
+    "uint64": ("int", (0, 2**64 - 1)), "double": ("float", None), "float": ("float", None),
+    "str": ("string", None), "string": ("string", None), "ipv4": ("string", None),
+    "bool": ("boolean", None), "list": ("list", None),
+}
+
+
+def type_fault(value: Any, kind: str) -> str | None:
+    """Why ``value`` (engine representation) is not of key type ``kind`` (None: it is)."""
+    wanted, bounds = KEY_TYPES[kind]
+    found = type_name(value)
+    if found != wanted:
+        return f"must be {kind}, not {found}"
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        return f"must be {kind}, and {value} is out of its range"
+    return None

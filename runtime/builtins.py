@@ -25,6 +25,7 @@ from overlog.values import (
     comparison_error,
     number,
     sort_key,
+    type_fault,
     type_name,
 )
 
@@ -173,7 +174,17 @@ def evaluate_test(op: str, args: tuple, evaluate: Callable[[Any], Any]) -> Any:
     values = [evaluate(a) for a in args]
     if op in COMPARE:
         return COMPARE[op](*values)
+    if op == "type":
+        return typed(*values)
     return in_range(*values, op[2:])
+
+
+def typed(value: Any, kind: str, field: str) -> Any:
+    """TRUE if ``value`` is of key type ``kind``; else the rule fails, naming ``field``."""
+    fault = type_fault(value, kind)
+    if fault is not None:
+        raise ValueFault(f"field {field} {fault}")
+    return TRUE
 
 
 def tostr(value: Any) -> str:

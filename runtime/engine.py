@@ -45,7 +45,7 @@ from overlog.runtime.seminaive import (
 )
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
-from overlog.values import NotAValue, internal, internal_row, python, python_row
+from overlog.values import NotAValue, internal, internal_row, python, python_row, type_fault
 
 if TYPE_CHECKING:
     from overlog.runtime.spark import SparkStrata
@@ -55,6 +55,15 @@ ERROR_RELATION = "error"
 _ERROR = Relation(name=ERROR_RELATION, arity=4, event=True, keys=(), builtin=True)
 # rows() collects a relation held in Spark up to this many rows unless told otherwise
 ROWS_LIMIT = 1_000_000
+
+def typed_fault(rel: Relation, row: Row) -> str | None:
+    """Why ``row`` does not fit ``rel``'s typed key fields (P2's ``keys(2:str)``), or None."""
+    for column, kind in rel.types:
+        fault = type_fault(row[column], kind)
+        if fault is not None:
+            return f"field {column + 1} of `{rel.name}` {fault}"
+    return None
+
 
 _BUILT_IN_NAMES = frozenset(P2_FUNCTIONS) | frozenset(BUILTIN_FUNCTIONS)
 
@@ -328,9 +337,13 @@ class Engine:
             raise DeliveryError(f"`{relation}` has {rel.arity} fields; got "
                                 f"{len(row) if isinstance(row, (tuple, list)) else row!r}")
         try:
-            return kind, relation, internal_row(row)
+            checked = internal_row(row)
         except (TypeError, ValueError) as error:
             raise DeliveryError(str(error)) from None
+        fault = typed_fault(rel, checked)
+        if fault is not None:
+            raise DeliveryError(fault)
+        return kind, relation, checked
 
     def on_sent(self, hook: Callable[[], None]) -> None:
         """Call ``hook()`` after the ``send`` listeners of each step that sent anything:
@@ -911,11 +924,15 @@ class Engine:
         if len(row) != rel.arity:
             raise ValueError(f"`{rel.name}` has {rel.arity} fields, got {len(row)}")
         try:
-            return internal_row(row)
+            checked = internal_row(row)
         except NotAValue as error:
             raise TypeError(f"`{rel.name}`: {error}") from None
         except ValueError as error:
             raise ValueError(f"`{rel.name}`: {error}") from None
+        fault = typed_fault(rel, checked)
+        if fault is not None:
+            raise TypeError(fault)
+        return checked
 
 
 def _positions(inputs: list[tuple[str, str, Row]]) -> dict[tuple[str, Row], int]:

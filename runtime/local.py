@@ -43,6 +43,7 @@ from overlog.runtime.builtins import (
     in_range,
     negate,
     truth,
+    typed,
 )
 from overlog.runtime.store import EMPTY, LocalStore, Row, index_key
 from overlog.values import FALSE, TRUE
@@ -196,7 +197,8 @@ class _Codegen:
         self.store = store
         self.namespace: dict[str, Any] = {
             "EMPTY": EMPTY, "NOTHING": {}, "ONCE": ((),), "_neg": negate,
-            "_truth": truth, "_in_range": in_range, "TRUE": TRUE, "FALSE": FALSE,
+            "_truth": truth, "_in_range": in_range, "_typed": typed, "TRUE": TRUE,
+            "FALSE": FALSE,
             **{f"_cmp{i}": fn for i, fn in enumerate(COMPARE.values())},
             **{_HELPERS[op]: fn for op, fn in ARITHMETIC.items()},
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
@@ -297,6 +299,8 @@ class _Codegen:
                     text = f"(FALSE if _truth({texts[0]}, '!') else TRUE)"
                 elif op in COMPARE:
                     text = f"_cmp{list(COMPARE).index(op)}({texts[0]}, {texts[1]})"
+                elif op == "type":
+                    text = f"_typed({', '.join(texts)})"
                 else:
                     text = f"_in_range({texts[0]}, {texts[1]}, {texts[2]}, {op[2:]!r})"
             case _:

@@ -15,6 +15,7 @@ from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
 from overlog.printer import plural
 from overlog.source import Span
+from overlog.values import KEY_TYPES, internal, type_fault
 
 PERIODIC = "periodic"
 ERROR = "error"  # error[Step, Relation, Row, Message]: inputs quarantined by a failed step
@@ -35,6 +36,7 @@ class Relation:
     builtin: bool = False  # fed by the runtime (periodic)
     span: Span | None = None  # declaration, or first use
     location: int | None = None  # the column its uses mark with `@`: the tuple's address
+    types: tuple[tuple[int, str], ...] = ()  # (0-based column, key type): P2's typed keys
 
     @property
     def keyed(self) -> bool:
@@ -165,16 +167,45 @@ def build_catalog(program: s.Program, natives: NativesCheck | None = None,
         keys = tuple(range(use.arity))
         lifetime = size = math.inf
         span = use.span
+        types: tuple[tuple[int, str], ...] = ()
         if declaration is not None:
             if declaration.keys and all(1 <= k <= use.arity for k in declaration.keys):
                 keys = tuple(k - 1 for k in declaration.keys)
+                types = tuple((k - 1, kind) for k, kind in zip(
+                    declaration.keys, declaration.key_types, strict=False)
+                    if kind in KEY_TYPES)
             lifetime, size, span = declaration.lifetime, declaration.size, declaration.span
         relations[name] = Relation(name=name, arity=use.arity, event=use.event, keys=keys,
                                    lifetime=lifetime, size=size,
                                    declared=declaration is not None,
                                    builtin=name in (PERIODIC, ERROR), span=span,
-                                   location=located[name].loc if name in located else None)
+                                   location=located[name].loc if name in located else None,
+                                   types=types)
+    diagnostics += _check_typed_facts(program, relations)
     return relations, diagnostics
+
+
+def _check_typed_facts(program: s.Program, relations: dict[str, Relation]) -> list[Diagnostic]:
+    """E229 for a fact's literal in a typed key field that is not of its type."""
+    problems = []
+    for statement in program.statements:
+        if not isinstance(statement, (s.Fact, s.FactRows)):
+            continue
+        name = statement.atom.name if isinstance(statement, s.Fact) else statement.name
+        relation = relations.get(name)
+        if relation is None or not relation.types:
+            continue
+        facts = statement.facts() if isinstance(statement, s.FactRows) else (statement,)
+        for fact in facts:
+            for column, kind in relation.types:
+                arg = fact.atom.args[column] if column < fact.atom.arity else None
+                if not isinstance(arg, s.Const):
+                    continue
+                fault = type_fault(internal(arg.value), kind)
+                if fault is not None:
+                    problems.append(Diagnostic(
+                        "E229", f"field {column + 1} of `{name}` {fault}", arg.span))
+    return problems
 
 
 def _check_builtin_use(use: _Use) -> list[Diagnostic]:
@@ -229,6 +260,11 @@ def _check_materialize(decl: s.Materialize, seen: dict[str, s.Materialize],
     if len(set(decl.keys)) != len(decl.keys):
         problems.append(Diagnostic(
             "E203", f"key positions of `{decl.name}` repeat a position", decl.span))
+    unknown = [kind for kind in decl.key_types if kind and kind not in KEY_TYPES]
+    if unknown:
+        problems.append(Diagnostic(
+            "E203", f"unknown key type `{unknown[0]}` in the declaration of `{decl.name}`",
+            decl.span, notes=(Note(f"key types: {', '.join(KEY_TYPES)}"),)))
     return problems
 
 

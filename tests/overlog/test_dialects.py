@@ -440,3 +440,26 @@ def test_ranked_and_collecting_aggregates() -> None:
         with pytest.raises(overlog.SemanticError) as raised:
             overlog.compile_program(f"s(1).\n{text}\n")
         assert [(e.code, e.message) for e in raised.value.errors] == [("E209", message)]
+
+
+def test_typed_keys_are_checked() -> None:
+    source = ("// dialect: p2\n"
+              "materialize(t, infinity, infinity, keys(1:str, 2:int32)).\n"
+              "t(\"a\", 1).\n")
+    with pytest.raises(overlog.SemanticError) as raised:
+        overlog.compile_program(source + "t(2, \"b\").\nt(\"c\", 4294967296).\n")
+    assert [(e.code, e.message, e.span.line, e.span.column) for e in raised.value.errors] == [
+        ("E229", "field 1 of `t` must be str, not int", 4, 3),
+        ("E229", "field 2 of `t` must be int32, not string", 4, 6),
+        ("E229", "field 2 of `t` must be int32, and 4294967296 is out of its range", 5, 8)]
+    engine = overlog.Engine(source + "go(1). go(\"b\").\nt(X, 7) :- go(X).\n")
+    reports = engine.run()
+    assert _rows(engine, "t") == [("a", 1), ("b", 7)]
+    assert [error.message for report in reports for error in report.errors] == [
+        "field 1 of `t` must be str, not int"]
+    with pytest.raises(TypeError, match=r"^field 2 of `t` must be int32, not float$"):
+        engine.insert("t", ("x", 1.5))
+    with pytest.raises(overlog.DeliveryError, match=r"^field 1 of `t` must be str, not null$"):
+        engine.deliver("t", (None, 1))
+    with pytest.raises(overlog.SemanticError, match="unknown key type `int8`"):
+        overlog.compile_program("// dialect: p2\nmaterialize(t, 1, 1, keys(1:int8)).\nt(1).\n")
