@@ -9,7 +9,7 @@ from typing import Any
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
 from overlog.dialect import choose, code_of, lower_p2, p2_unsupported
-from overlog.errors import CompileError, ParseError
+from overlog.errors import CompileError, ParseError, SemanticError
 from overlog.jol import lower_jol, read_jol
 from overlog.limits import recursion_room
 from overlog.parser import parse
@@ -68,6 +68,8 @@ def compile_program(source: str, path: str | None = None,
         with recursion_room():  # terms may nest MAX_NESTING deep
             if choice.name == "p2":
                 program, lowered = lower_p2(program)
+                if any(d.is_error for d in lowered):  # (the notes join it below)
+                    raise SemanticError(lowered, Source(text, path, origins))
                 notes += lowered
             elif jol is not None:
                 program = lower_jol(program, jol)

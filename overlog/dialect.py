@@ -311,7 +311,70 @@ def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
     program = s.Program(statements=tuple(
         st for st in program.statements if not (isinstance(st, s.Watch)
                                                 and st.name not in used)), path=program.path)
-    return as_canonical(program, argmin=True), warnings
+    program, errors = _bags(program)
+    return as_canonical(program, argmin=True), warnings + errors
+
+
+def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
+    """P2's tables without keys (``keys()``) are bags: each insertion is a row of its own,
+    so three inserts of a tuple count three. Such a table gets a last field, each row's id
+    (``f_rowid()``: 1, 2, 3, ... as the engine inserts them), which its readers ignore and a
+    ``delete`` matches whatever it is (every copy goes). A rule with no event writing one
+    (a view, maintained, where P2 inserts on each change) is E230."""
+    bags = {st.name for st in program.statements
+            if isinstance(st, s.Materialize) and not st.keys}
+    if not bags:
+        return program, []
+    declared = {st.name for st in program.statements if isinstance(st, s.Materialize)}
+    taken = {v.name for v in s.variables(program)}
+    errors = []
+
+    def read(a: s.Atom) -> s.Atom:
+        return replace(a, args=(*a.args, s.Wildcard(span=a.span))) if a.name in bags else a
+
+    def fresh_id() -> s.Call:
+        return s.Call(name="f_rowid", args=())
+
+    statements: list[s.Statement] = []
+    for st in program.statements:
+        if isinstance(st, s.FactRows) and st.name in bags:
+            facts: tuple[s.Statement, ...] = st.facts()
+        else:
+            facts = (st,)
+        for st in facts:
+            if isinstance(st, s.Fact) and st.atom.name in bags:
+                st = replace(st, atom=replace(st.atom, args=(*st.atom.args, fresh_id())))
+            elif isinstance(st, s.Rule):
+                body = tuple(read(b) if isinstance(b, s.Atom) else
+                             replace(b, atom=read(b.atom)) if isinstance(b, s.Negation) else b
+                             for b in st.body)
+                head = st.head
+                if head.name in bags and st.delete:
+                    var = s.Var(name=_fresh_var("Id", taken))
+                    head = replace(head, args=(*head.args, var))
+                    body = (*body, replace(head, span=st.head.span))
+                elif head.name in bags:
+                    events = [b for b in st.body if isinstance(b, s.Atom)
+                              and (b.event or b.name not in declared)]
+                    if not events:
+                        errors.append(Diagnostic(
+                            "E230", f"`{head.name}` is a table without keys (a bag): only a "
+                            "rule triggered by an event can insert into it", st.span,
+                            notes=(Note("give the table keys, or trigger the rule with an "
+                                        "event (P2 inserts on each change of its body)"),)))
+                    head = replace(head, args=(*head.args, fresh_id()))
+                st = replace(st, head=head, body=body)
+            statements.append(st)
+    return s.Program(statements=tuple(statements), path=program.path), errors
+
+
+def _fresh_var(base: str, taken: set[str]) -> str:
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    taken.add(name)
+    return name
 
 
 def as_canonical(program: s.Program, argmin: bool) -> s.Program:

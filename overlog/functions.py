@@ -40,6 +40,7 @@ P2_FUNCTIONS: dict[str, tuple[int, float]] = {
     "f_coinFlip": (1, 1),
     "f_idgen": (0, 0),
     "f_drand": (0, 0),
+    "f_rowid": (0, 0),
 }
 P2_MEANINGS = frozenset({"f_append", "f_member", "f_rand"})
 

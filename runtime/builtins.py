@@ -10,6 +10,7 @@ for everything else.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable
@@ -268,6 +269,8 @@ def p2_functions(rng: random.Random) -> dict[str, Callable]:
     def remove_last(items: Any) -> tuple:
         return _nonempty("f_removeLast", items)[:-1]
 
+    rows = itertools.count(1)  # the ids of rows of tables without keys (P2's bags)
+
     return {
         "f_append": _append,
         "f_member": _member("f_member"),
@@ -281,6 +284,7 @@ def p2_functions(rng: random.Random) -> dict[str, Callable]:
         "f_idgen": lambda: rng.getrandbits(160),
         "f_rand": lambda: rng.randrange(2**31),
         "f_drand": lambda: number(rng.random()),
+        "f_rowid": lambda: next(rows),
     }
 
 

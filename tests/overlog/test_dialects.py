@@ -463,3 +463,29 @@ def test_typed_keys_are_checked() -> None:
         engine.deliver("t", (None, 1))
     with pytest.raises(overlog.SemanticError, match="unknown key type `int8`"):
         overlog.compile_program("// dialect: p2\nmaterialize(t, 1, 1, keys(1:int8)).\nt(1).\n")
+
+
+def test_tables_without_keys_are_bags_in_p2() -> None:
+    source = ("// dialect: p2\n"
+              "materialize(t, infinity, infinity, keys()).\n"
+              "materialize(n, infinity, infinity, keys(1)).\n"
+              "t(1). t(1). t(2).\n"
+              "go(1).\n"
+              "t(X) :- go(X).\n"
+              "n(X, a_COUNT<*>) :- t(X).\n"
+              "del(2).\n"
+              "delete t(X) :- del(X).\n")
+    engine = overlog.Engine(source)
+    engine.run()
+    assert _rows(engine, "t") == [(1, 1), (1, 2), (1, 4)]
+    assert _rows(engine, "n") == [(1, 3)]
+    engine.generate_event("del", (1,))
+    engine.run()
+    assert _rows(engine, "t") == _rows(engine, "n") == []
+    with pytest.raises(overlog.SemanticError) as raised:
+        overlog.compile_program("// dialect: p2\nmaterialize(t, infinity, infinity, keys()).\n"
+                                "materialize(s, infinity, infinity, keys(1)).\n"
+                                "s(1).\nr1 t(X) :- s(X).\n")
+    assert [(e.code, e.message, e.span.line) for e in raised.value.errors] == [
+        ("E230", "`t` is a table without keys (a bag): only a rule triggered by an event can "
+                 "insert into it", 5)]
