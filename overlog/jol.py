@@ -32,13 +32,19 @@ _TIMER = re.compile(r"\btimer\s*\(\s*([A-Za-z_]\w*)\s*,\s*(physical|logical)\s*,
 _WATCH = re.compile(r"\bwatch\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*([A-Za-z]*)\s*)?\)\s*;")
 _LONG = re.compile(r"\b([0-9]+)[lL]\b")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_JAVA = (  # (pattern, what): Java interop, which the engine cannot run
-    (re.compile(r"\bnew\s+[A-Za-z_][\w.]*"), "a Java object (`new`)"),
-    (re.compile(r"\b[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+\s*\("), "a Java method call"),
-    (re.compile(r"\bgeneric\s*<"), "a `generic<...>` aggregate (Java code)"),
-    (re.compile(r"\b[A-Za-z_]\w*#(?:insert|delete)\b"), "a `#insert`/`#delete` modifier"),
-    (re.compile(r"\basync\b"), "an `async` rule"),
-    (re.compile(r"\b(?:stasis|load)\s*\("), "a `stasis`/`load` table"),
+_FUNCTIONS = "write it with the built-in functions, or register a Python function (functions=)"
+_JAVA = (  # (pattern, what, what to do instead): Java interop, which the engine cannot run
+    (re.compile(r"\bnew\s+[A-Za-z_][\w.]*"), "a Java object (`new`)", _FUNCTIONS),
+    (re.compile(r"\b[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+\s*\("), "a Java method call",
+     _FUNCTIONS),
+    (re.compile(r"\bgeneric\s*<"), "a `generic<...>` aggregate (Java code)",
+     "use count, sum, min, max, avg, set, list, topk or bottomk"),
+    (re.compile(r"\b[A-Za-z_]\w*#(?:insert|delete)\b"), "a `#insert`/`#delete` modifier",
+     "a rule fires on the rows new in a step; read deletions with a listener"),
+    (re.compile(r"\basync\b"), "an `async` rule",
+     "drop `async`: a rule triggered by an event writes tables at the end of the step"),
+    (re.compile(r"\b(?:stasis|load)\s*\("), "a `stasis`/`load` table",
+     "load files with `overlog run -F DIR` or Engine.load"),
 )
 # JOL watch flags -> P2's watchmod letters (overlog.analysis reads those)
 _WATCH_FLAGS = {"a": "i", "i": "i", "e": "d", "d": "d", "r": "c", "s": "s", "t": ""}
@@ -55,13 +61,11 @@ def read_jol(text: str, code: str) -> tuple[JolProgram | None, list[Diagnostic]]
     same lines and columns), or the errors that stop it."""
     blanked = _Blanked(text, code)
     errors = []
-    for pattern, what in _JAVA:
+    for pattern, what, instead in _JAVA:
         for found in pattern.finditer(blanked.unquoted()):
             errors.append(Diagnostic(
                 "E111", f"{what} is not supported: the engine runs no Java",
-                blanked.span(found.start(), found.end()),
-                notes=(Note("write it with the built-in functions, or register a Python "
-                            "function (functions=)"),)))
+                blanked.span(found.start(), found.end()), notes=(Note(instead),)))
     if errors:
         return None, errors
     for pattern in (_HEADER, _IMPORT, _PUBLIC):
