@@ -8,7 +8,16 @@ from typing import Any
 
 from overlog import syntax as s
 from overlog.analysis import NativesCheck, analyze
-from overlog.dialect import choose, code_of, lower_p2, p2_unsupported
+from overlog.diagnostics import Diagnostic
+from overlog.dialect import (
+    DialectError,
+    choose,
+    code_of,
+    lower_p2,
+    p2_unsupported,
+    p2_watchmods,
+    read_program,
+)
 from overlog.errors import CompileError, ParseError, SemanticError
 from overlog.jol import lower_jol, read_jol
 from overlog.limits import recursion_room
@@ -17,7 +26,7 @@ from overlog.plan import ProgramPlan
 from overlog.planner import plan_program
 from overlog.preprocess import PreprocessError, preprocess
 from overlog.printer import format_value
-from overlog.source import Source
+from overlog.source import Source, Span
 from overlog.values import internal
 
 NativeResolver = Callable[[str], Callable]  # "module:function" -> callable, or LookupError
@@ -45,9 +54,16 @@ def compile_program(source: str, path: str | None = None,
             internal(value)
         except (TypeError, ValueError) as error:
             raise ValueError(f"define {name}: {error}") from None
-    choice = choose(source, dialect)
+    try:
+        choice = choose(source, dialect)
+    except DialectError as error:
+        if not error.line:  # the caller's
+            raise
+        line = Source(source).line_text(error.line)
+        raise ParseError([Diagnostic("E112", str(error), Span(
+            error.line, 1, error.line, max(1, len(line))))], Source(source, path)) from None
     notes = [note] if (note := choice.note()) is not None else []
-    text, origins, jol = source, None, None
+    text, origins, jol, watches = source, None, None, []
     if choice.name == "jol":
         jol, errors = read_jol(source, code_of(source, percent=False))
         if jol is None:
@@ -56,15 +72,20 @@ def compile_program(source: str, path: str | None = None,
     if choice.name == "p2":
         macros = {name: format_value(internal(value)) for name, value in (defines or {}).items()}
         try:
-            expanded = preprocess(source, path, macros)
+            expanded = preprocess(source, path, macros,
+                                  lambda included: read_program(included, "p2")[0])
         except PreprocessError as error:
             raise ParseError([error.diagnostic], error.source) from None
         text, origins, defines = expanded.text, expanded.origins, None
+        notes += expanded.warnings
         unsupported = p2_unsupported(text)
         if unsupported:
             raise ParseError([*notes, *unsupported], Source(text, path, origins))
+        text, watches = p2_watchmods(text)
     try:
         program = parse(text, path, origins=origins)
+        if choice.name == "p2" and watches:
+            program = s.Program(statements=(*program.statements, *watches), path=path)
         with recursion_room():  # terms may nest MAX_NESTING deep
             if choice.name == "p2":
                 program, lowered = lower_p2(program)

@@ -25,16 +25,28 @@ PRAGMA_LINES = 5  # a pragma is on one of the first lines
 
 _PRAGMA = re.compile(r"[ \t]*(?://|%%|/\*)[ \t]*dialect[ \t]*[:=][ \t]*([A-Za-z0-9_]*)")
 _JOL_HEADER = re.compile(r"\s*program\s+[A-Za-z_][\w:]*\s*;")
-_P2_SIGNS = (  # (pattern, what it is): each is an error in the canonical dialect
-    (re.compile(r"^[ \t]*#[ \t]*(define|include|ifdef|ifndef)\b", re.M), "`#{0}`"),
-    (re.compile(r"^[ \t]*watchmod[ \t]*\(", re.M), "`watchmod`"),
-    (re.compile(r"\bperiodic[ \t]*\("), "`periodic(...)` in parentheses"),
-    (re.compile(r"^[ \t]*%%", re.M), "`%%` comments"),
+_P2_SIGNS = (  # (pattern, what it is, a string it needs): each is a canonical error
+    (re.compile(r"^[ \t]*#[ \t]*(define|include|ifdef|ifndef)\b", re.M), "`#{0}`", "#"),
+    (re.compile(r"^[ \t]*watchmod[ \t]*\([ \t]*[A-Za-z_]\w*[ \t]*,[ \t]*\"", re.M),
+     "`watchmod`", "watchmod"),
+    (re.compile(r"\bperiodic[ \t]*\("), "`periodic(...)` in parentheses", "periodic"),
+    (re.compile(r"^[ \t]*%%", re.M), "`%%` comments", "%%"),
 )
 
 
 class DialectError(ValueError):
-    """An unknown dialect name (given, or in a pragma)."""
+    """An unknown dialect name, given or in a pragma (``line``: the pragma's)."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"?')
+
+
+def _masked(found: re.Match) -> str:
+    return '"' + "x" * (len(found.group()) - 2) + '"' if len(found.group()) > 1 else '"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,15 +91,24 @@ def choose(text: str, requested: str | None = None) -> Choice:
     for number, line in enumerate(text.split("\n", PRAGMA_LINES)[:PRAGMA_LINES], start=1):
         found = _PRAGMA.match(line)
         if found is not None:
-            return Choice(check_name(found.group(1)), "pragma", line=number)
-    rest = _without_comments(text)
-    if _JOL_HEADER.match(rest):
-        line = text.count("\n", 0, len(text) - len(rest)) + 1
-        return Choice("jol", "detected", "a `program name;` header", line)
+            name = found.group(1).lower()
+            if name not in DIALECTS:
+                raise DialectError(f"unknown dialect {found.group(1)!r} in the pragma (known: "
+                                   f"{', '.join(DIALECTS)})", number)
+            return Choice(name, "pragma", line=number)
+    start = _first_code(text)
+    if _JOL_HEADER.match(text, start):
+        return Choice("jol", "detected", "a `program name;` header",
+                      text.count("\n", 0, start) + 1)
     best = None
-    code = code_of(text)
-    for pattern, what in _P2_SIGNS:
-        found = pattern.search(text if "%%" in what else code)
+    masked: dict[bool, str] = {}  # without comments (`%%` ones too, or not) and strings
+    for pattern, what, marker in _P2_SIGNS:
+        if marker not in text:  # (most programs: no masking at all, which costs)
+            continue
+        percent = "%%" not in what
+        if percent not in masked:
+            masked[percent] = _STRINGS.sub(_masked, code_of(text, percent))
+        found = pattern.search(masked[percent])
         if found is not None and (best is None or found.start() < best[0]):
             best = (found.start(), what.format(*found.groups()))
     if best is not None:
@@ -107,7 +128,11 @@ def read_program(path: str, dialect: str | None = None) -> tuple[str, str | None
     except UnicodeDecodeError as error:
         where = not_utf8(data, error)
     text = data.decode("latin-1")
-    if (dialect or choose(text).name) == "p2" and code_of(text).isascii():
+    try:
+        p2 = (dialect or choose(text).name) == "p2"
+    except DialectError:  # (compiling it will say so)
+        p2 = False
+    if p2 and code_of(text).isascii():
         return text, f"{path}: note: read as Latin-1 text: {where}, in a comment"
     raise UnreadableSource(f"cannot read {path}: {where}")
 
@@ -125,16 +150,15 @@ def code_of(text: str, percent: bool = True) -> str:
         return text
 
 
-def _without_comments(text: str) -> str:
-    """``text`` with leading comments and blank lines taken off (for the JOL header)."""
-    while True:
-        stripped = text.lstrip()
-        if stripped.startswith("//"):
-            text = stripped.partition("\n")[2]
-        elif stripped.startswith("/*") and "*/" in stripped:
-            text = stripped.partition("*/")[2]
-        else:
-            return stripped
+_SKIPPED = re.compile(r"\s*(?://[^\n]*|/\*.*?\*/)", re.S)
+
+
+def _first_code(text: str) -> int:
+    """Where the first statement starts: past leading blank lines and comments."""
+    position = 0
+    while (found := _SKIPPED.match(text, position)) is not None and found.end() > position:
+        position = found.end()
+    return len(text) - len(text[position:].lstrip()) if position < len(text) else position
 
 
 # -- P2 -------------------------------------------------------------------------------------
@@ -153,6 +177,28 @@ _P2_UNSUPPORTED = (
      "it belongs to P2's security extensions"),
     (re.compile(r"^[ \t]*(Query)\b", re.M), "read the tables with `watch` or the API"),
 )
+
+
+_WATCHMOD = re.compile(r'^[ \t]*watchmod[ \t]*\([ \t]*([A-Za-z_]\w*)[ \t]*,[ \t]*"([^"\\\n]*)"'
+                       r"[ \t]*\)[ \t]*\.", re.M)
+
+
+def p2_watchmods(text: str) -> tuple[str, list[s.Watch]]:
+    """P2's ``watchmod(name, "modes").`` statements (not the canonical dialect's: there
+    ``watchmod`` may name a relation) as Watch statements, and the text without them
+    (blanked in place)."""
+    code = _STRINGS.sub(_masked, code_of(text))
+    chars = list(text)
+    found = []
+    for match in _WATCHMOD.finditer(code):
+        start, end = match.start(), match.end()
+        line = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        modes = text[match.start(2):match.end(2)]
+        found.append(s.Watch(name=match.group(1), modes=modes,
+                             span=Span(line, column, line, column + end - start - 1)))
+        chars[start:end] = " " * (end - start)
+    return "".join(chars), found
 
 
 def p2_unsupported(text: str) -> list[Diagnostic]:
@@ -250,12 +296,17 @@ def _argmin(rule: s.Rule, position: int, agg: s.Agg, carried: list[int],
     chosen = [head.args[i] for i in carried]
     tie = s.Var(name=names.fresh("T"))
     carry = chosen[0] if len(chosen) == 1 else s.ListExpr(items=tuple(chosen))
-    attains = s.Atom(name=best, args=(*group_args, value), event=event, locs=locs,
+    # joined on the value where an atom binds it; on a variable of its own, compared after,
+    # where the body computes it (`C := C1 + C2`: it cannot be bound before)
+    joined = any(isinstance(b, s.Atom) and value in b.args for b in rule.body)
+    attained = value if joined else s.Var(name=names.fresh("M"))
+    attains = s.Atom(name=best, args=(*group_args, attained), event=event, locs=locs,
                      span=head.span)
+    same = () if joined else (s.Comparison(op="==", left=value, right=attained),)
     second = replace(rule, name=_helper_name(rule, pick), head=s.Atom(
         name=pick, args=(*group_args, value, s.Agg(func="min", arg=tie, spelling="min")),
         event=event, locs=locs, span=head.span),
-        body=(*rule.body, attains, s.Assign(var=tie, expr=carry)))
+        body=(*rule.body, attains, *same, s.Assign(var=tie, expr=carry)))
     # the head, its carried fields taken from the pick
     picked = s.Atom(name=pick, args=(*group_args, value, tie), event=event, locs=locs,
                     span=head.span)
@@ -280,16 +331,17 @@ def _helper_name(rule: s.Rule, helper: str) -> str | None:
     return f"{rule.name}_{helper}" if rule.name else None
 
 
-def _quiet(rule: s.Rule) -> s.Rule:
+def _quiet(rule: s.Rule, names: _Names) -> s.Rule:
     """A helper rule with each variable it uses once renamed ``_Name``: the program used it
     elsewhere, so no warning should say it is used once (W202)."""
     counts: dict[str, int] = {}
     for var in s.variables(rule):
         counts[var.name] = counts.get(var.name, 0) + 1
-    once = {name for name, n in counts.items() if n == 1 and not name.startswith("_")}
+    once = {name: names.fresh("_" + name) for name, n in counts.items()
+            if n == 1 and not name.startswith("_")}
     if not once:
         return rule
-    return s.rebuild(rule, lambda node: replace(node, name="_" + node.name)
+    return s.rebuild(rule, lambda node: replace(node, name=once[node.name])
                      if isinstance(node, s.Var) and node.name in once else node)
 
 
@@ -327,6 +379,7 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
         return program, []
     declared = {st.name for st in program.statements if isinstance(st, s.Materialize)}
     taken = {v.name for v in s.variables(program)}
+    relations = {node.name for node in s.walk(program) if isinstance(node, s.Atom)} | declared
     errors = []
 
     def read(a: s.Atom) -> s.Atom:
@@ -362,6 +415,16 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
                             "rule triggered by an event can insert into it", st.span,
                             notes=(Note("give the table keys, or trigger the rule with an "
                                         "event (P2 inserts on each change of its body)"),)))
+                    if any(isinstance(a, s.Agg) for a in head.args):
+                        # aggregate first (into an event of its own), then number the rows
+                        helper = _fresh_var(f"{head.name}_rows", relations)
+                        values = tuple(s.Var(name=_fresh_var(f"V{i + 1}", taken))
+                                       for i in range(head.arity))
+                        statements.append(replace(st, head=replace(head, name=helper),
+                                                  body=body))
+                        st = replace(st, name=None, body=(replace(
+                            head, name=helper, args=values),), head=replace(head, args=values))
+                        head, body = st.head, st.body
                     head = replace(head, args=(*head.args, fresh_id()))
                 st = replace(st, head=head, body=body)
             statements.append(st)
@@ -404,7 +467,7 @@ def as_canonical(program: s.Program, argmin: bool) -> s.Program:
             st = replace(st, head=atom(st.head), body=tuple(literal(b) for b in st.body))
             *helpers, st = _aggregates(st, declared.get(st.head.name) if argmin else None,
                                        names)
-            statements += map(_quiet, helpers)
+            statements += (_quiet(helper, names) for helper in helpers)
         elif isinstance(st, s.Fact):
             st = replace(st, atom=atom(st.atom))
         elif isinstance(st, s.FactRows) and not st.event and st.name not in declared:

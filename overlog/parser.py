@@ -127,7 +127,7 @@ _ARGUMENT = re.compile(
 _EMPTY = {close: re.compile(rf"[ \t\r\f\v]*\{close}") for close in ")]"}
 _FACT_END = re.compile(r"[ \t\r\f\v]*\.[ \t\r\f\v]*")
 _KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
-             "watchmod", "keys"}
+             "keys"}
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _STRINGS = re.compile(r'"([^"\\\n]|\\.)*"')
 _TERMINATOR = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
@@ -557,8 +557,6 @@ class _ToAst(Transformer_NonRecursive):
     def watch(self, meta, items):
         return s.Watch(name=items[0].value, span=_span(meta))
 
-    def watchmod(self, meta, items):
-        return s.Watch(name=items[0].value, modes=_unescape(items[1]), span=_span(meta))
 
     def body(self, meta, items):
         return items
@@ -586,6 +584,9 @@ class _ToAst(Transformer_NonRecursive):
                 "E107", "a body condition must be true or false, and this is "
                 f"{'a list' if isinstance(term, s.ListExpr) else 'not a boolean'}",
                 term.span, notes=(Note("compare it (`X > 0`), or assign it (`Y := ...`)"),)))
+        if isinstance(term, (s.Var, s.Call)):  # `X && true`: a value not boolean fails (E301)
+            term = s.Logic(op="&&", left=term, right=s.Const(value=True, span=term.span),
+                           span=term.span)
         return s.Comparison(op="==", left=term, right=s.Const(value=True, span=term.span),
                             span=_span(meta))
 

@@ -5,7 +5,8 @@ directives. This module does that much, line by line, keeping lines where they w
 
 - ``#define NAME value`` and ``#undef NAME``; ``NAME`` is then replaced, as a whole word
   outside strings and comments, by ``value`` (itself expanded). Definitions given from
-  outside (``--define NAME=VALUE``, cpp's ``-D``) come first and are not overridden.
+  outside (``--define NAME=VALUE``, cpp's ``-D``) come first; as in cpp, a ``#define``
+  replaces one (with a warning, W206).
 - ``#include "file"`` (or ``<file>``), relative to the including file's folder.
 - ``#ifdef NAME``, ``#ifndef NAME``, ``#else``, ``#endif``.
 - A first line starting ``#!`` is blanked, and comments (P2's ``%%`` line comments too)
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 from overlog.diagnostics import Diagnostic, Note
 from overlog.parser import strip_comments
-from overlog.source import Source, Span
+from overlog.source import Source, Span, UnreadableSource
 
 MAX_INCLUDE_DEPTH = 20
 _DIRECTIVE = re.compile(r"[ \t]*#[ \t]*([A-Za-z_]\w*)?(.*)")
@@ -51,17 +52,18 @@ class Preprocessed:
     text: str
     origins: tuple[tuple[str, int], ...]  # per line of ``text``: (file, line) it came from
     macros: dict[str, str]  # the definitions at the end (``--define`` ones included)
+    warnings: tuple[Diagnostic, ...] = ()  # (W206)
 
 
 def preprocess(text: str, path: str, defines: Mapping[str, str] | None = None,
                read: Callable[[str], str] | None = None) -> Preprocessed:
     """Expand ``text`` (read from ``path``). ``read(path)`` reads an included file (by
     default as UTF-8 text); a directive that cannot be followed raises PreprocessError."""
-    state = _State(dict(defines or {}), set(defines or {}), read or _read_file)
+    state = _State(dict(defines or {}), read or _read_file)
     out: list[str] = []
     origins: list[tuple[str, int]] = []
     state.run(text, path, out, origins, depth=0)
-    return Preprocessed("\n".join(out), tuple(origins), state.macros)
+    return Preprocessed("\n".join(out), tuple(origins), state.macros, tuple(state.warnings))
 
 
 def _read_file(path: str) -> str:
@@ -70,11 +72,11 @@ def _read_file(path: str) -> str:
 
 
 class _State:
-    def __init__(self, macros: dict[str, str], fixed: set[str],
-                 read: Callable[[str], str]) -> None:
+    def __init__(self, macros: dict[str, str], read: Callable[[str], str]) -> None:
         self.macros = macros
-        self.fixed = fixed  # given from outside: a #define does not change them
+        self.given = dict(macros)  # from outside (--define): a #define replacing one warns
         self.read = read
+        self.warnings: list[Diagnostic] = []
 
     def run(self, text: str, path: str, out: list[str], origins: list[tuple[str, int]],
             depth: int) -> None:
@@ -84,7 +86,8 @@ class _State:
         lines = strip_comments(Source(text, path), percent=True).split("\n")
         for number, line in enumerate(lines, start=1):
             active = all(on for on, _, _ in conditions)
-            directive = _DIRECTIVE.fullmatch(line) if line.lstrip().startswith("#") else None
+            directive = _DIRECTIVE.fullmatch(line.rstrip("\r")) \
+                if line.lstrip().startswith("#") else None
             if directive is None:
                 out.append(self.expand(line) if active else "")
                 origins.append((path, number))
@@ -96,7 +99,9 @@ class _State:
                 return PreprocessError(Diagnostic("E108", message, span, notes=notes),
                                        Source(text, path))
 
-            if name in ("ifdef", "ifndef"):
+            if not active and name in ("if", "ifdef", "ifndef"):
+                conditions.append((False, False, number))  # (nested in a skipped part)
+            elif name in ("ifdef", "ifndef"):
                 found = _NAME_ONLY.fullmatch(rest)
                 if found is None:
                     raise fail(f"`#{name}` takes one macro name")
@@ -123,14 +128,19 @@ class _State:
                     raise fail(f"`#define {macro}(...)`: macros with arguments are not "
                                "supported", Note("define a value (`#define NAME value`), or "
                                                  "write a function in Python (functions=)"))
-                if macro not in self.fixed:
-                    self.macros[macro] = value
+                if macro in self.given and self.macros.get(macro) != value:
+                    self.warnings.append(Diagnostic(
+                        "W206", f"`#define {macro}` ({os.path.basename(path)}, line {number}) "
+                        f"replaces `--define {macro}={self.given[macro]}`, as cpp does",
+                        severity="warning",
+                        notes=(Note(f"wrap it in `#ifndef {macro}` ... `#endif` to let the "
+                                    "command line decide"),)))
+                self.macros[macro] = value
             elif name == "undef":
                 found = _NAME_ONLY.fullmatch(rest)
                 if found is None:
                     raise fail("`#undef` takes one macro name")
-                if found.group(1) not in self.fixed:
-                    self.macros.pop(found.group(1), None)
+                self.macros.pop(found.group(1), None)
             elif name == "include":
                 found = _INCLUDE.fullmatch(rest)
                 if found is None:
@@ -141,8 +151,10 @@ class _State:
                                "file include itself?)")
                 try:
                     included = self.read(target)
-                except (OSError, UnicodeDecodeError) as error:
-                    reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+                except (OSError, UnicodeDecodeError, UnreadableSource) as error:
+                    reason = error.strerror if isinstance(error, OSError) else \
+                        "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else \
+                        str(error).partition(": ")[2]
                     raise fail(f"cannot include {target}: {reason}") from None
                 out.append("")  # the directive's own line
                 origins.append((path, number))

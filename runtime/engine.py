@@ -26,7 +26,7 @@ from overlog.compile import NativeResolver, compile_program, natives_check
 from overlog.diagnostics import Diagnostic
 from overlog.dialect import read_program
 from overlog.errors import DeliveryError, SemanticError, StepError
-from overlog.functions import BUILTIN_FUNCTIONS, P2_FUNCTIONS, P2_MEANINGS
+from overlog.functions import P2_MEANINGS
 from overlog.limits import recursion_room
 from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
@@ -45,6 +45,7 @@ from overlog.runtime.seminaive import (
 )
 from overlog.runtime.softstate import SoftState
 from overlog.runtime.store import Row
+from overlog.source import Span
 from overlog.values import NotAValue, internal, internal_row, python, python_row, type_fault
 
 if TYPE_CHECKING:
@@ -65,9 +66,6 @@ def typed_fault(rel: Relation, row: Row) -> str | None:
     return None
 
 
-_BUILT_IN_NAMES = frozenset(P2_FUNCTIONS) | frozenset(BUILTIN_FUNCTIONS)
-
-
 class _LenientFunctions(Mapping):
     """Function arities for analysis: built-ins, registered ones, and any other `f_` name
     (checked when the engine first runs, once registration had its chance)."""
@@ -75,17 +73,17 @@ class _LenientFunctions(Mapping):
     def __init__(self, known: Mapping[str, tuple[int, float]]) -> None:
         self.known = known
 
+    @property
+    def registered(self) -> Mapping[str, tuple[int, float]]:
+        """The functions registered so far: they come before the dialect's built-ins, which
+        come before any other name (overlog.analysis.analyze)."""
+        return self.known
+
     def __getitem__(self, name: str) -> tuple[int, float]:
-        found = self.known.get(name)
-        if found is None and name in _BUILT_IN_NAMES:
-            raise KeyError(name)  # a dialect's built-in: the analysis has its arity
-        return (0, math.inf) if found is None else found
+        return self.known.get(name, (0, math.inf))
 
     def get(self, name: str, default: Any = None) -> tuple[int, float]:
-        try:
-            return self[name]
-        except KeyError:
-            return default
+        return self[name]
 
     def __iter__(self):
         return iter(self.known)
@@ -571,9 +569,12 @@ class Engine:
 
     def _step_error(self, code: str, message: str, rule: RulePlan | None = None,
                     binding: dict | None = None) -> StepError:
-        return StepError(code, message, step=self.step_count, time=self.now, path=self.path,
-                         rule=_rule_name(rule) if rule else None,
-                         span=rule.span if rule else None,
+        path, span = self.path, rule.span if rule else None
+        if span is not None and self.plan.checked is not None:  # (a line #include brought)
+            path, line = self.plan.checked.source.where(span.line)
+            span = Span(line, span.column, line + span.end_line - span.line, span.end_column)
+        return StepError(code, message, step=self.step_count, time=self.now, path=path,
+                         rule=_rule_name(rule) if rule else None, span=span,
                          binding={name: python(value) for name, value in (binding or {}).items()})
 
     @staticmethod

@@ -75,7 +75,9 @@ def analyze(program: s.Program, source: Source,
     resolve."""
     user = {} if functions is None else dict(functions) if isinstance(functions, dict) \
         else functions
-    known = ChainMap(user, builtin_functions(dialect))
+    registered = getattr(user, "registered", None)  # then `user` answers any other name
+    known = ChainMap(user, builtin_functions(dialect)) if registered is None else \
+        ChainMap(registered, builtin_functions(dialect), user)
     relations, diagnostics = build_catalog(program, natives)
     diagnostics += check_statements(program, known)
     warnings = [d for d in diagnostics if not d.is_error]

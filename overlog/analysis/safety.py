@@ -78,7 +78,7 @@ def _check_calls(node: object, functions: Mapping[str, tuple[int, float]]) -> li
             continue
         arity = functions.get(call.name)
         if arity is None:
-            builtins = functions.maps[-1] if isinstance(functions, ChainMap) \
+            builtins = functions.maps[1] if isinstance(functions, ChainMap) \
                 else BUILTIN_FUNCTIONS
             known = ", ".join(sorted(builtins))
             problems.append(Diagnostic(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from overlog import syntax as s
 
 KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
-            "watchmod", "keys"}
+            "keys"}
 
 identifiers = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True).filter(
     lambda n: n not in KEYWORDS)
@@ -100,8 +100,6 @@ statements = st.one_of(
               relation_names, st.lists(st.tuples(st.integers(0, 9), st.sampled_from(
                   ["int32", "str", "list"])), min_size=1, max_size=3)),
     relation_names.map(lambda n: s.Watch(name=n)),
-    st.builds(lambda n, m: s.Watch(name=n, modes=m), relation_names, st.sampled_from(
-        ["", "id", "s"])),
 )
 
 programs = st.lists(statements, max_size=5).map(lambda sts: s.Program(statements=tuple(sts)))

@@ -36,12 +36,30 @@ def test_choose(text: str, expected: Choice) -> None:
 
 def test_a_given_dialect_wins_and_names_are_checked() -> None:
     assert choose("#define X 1\n", "canonical") == Choice("canonical", "given")
-    for bad in ("p3", ""):
-        with pytest.raises(DialectError) as raised:
-            choose("p(1).\n", bad) if bad else choose("// dialect: \n")
-        assert str(raised.value) == (f"unknown dialect {bad!r} (known: canonical, p2, jol)")
+    assert choose("// dialect: P2\n").name == "p2"  # any case
+    with pytest.raises(DialectError) as raised:
+        choose("p(1).\n", "p3")
+    assert str(raised.value) == "unknown dialect 'p3' (known: canonical, p2, jol)"
     with pytest.raises(ValueError, match="unknown dialect 'p3'"):
         overlog.compile_program("p(1).\n", dialect="p3")
+    with pytest.raises(overlog.ParseError) as raised:
+        overlog.compile_program("// dialect: see the docs\np(1).\n", "d.olg")
+    assert raised.value.render() == (
+        "d.olg:1:1: error[E112]: unknown dialect 'see' in the pragma (known: canonical, p2, "
+        "jol)\n"
+        "  1 | // dialect: see the docs\n"
+        "    | ^^^^^^^^^^^^^^^^^^^^^^^^")
+
+
+@pytest.mark.parametrize("text", [
+    '/*\n%% notes\n*/\nlink("a").\n',  # `%%` in a block comment
+    'msg("use periodic(...) for timers").\n',  # in a string
+    'note("#define X").\n',
+    "watchmod(1, 2).\nwatchmod(X, Y) :- q(X, Y).\nq(1, 2).\n",  # a relation named so
+])
+def test_signs_in_comments_strings_or_names_are_none(text: str) -> None:
+    assert choose(text) == Choice("canonical", "default")
+    overlog.compile_program(text)  # and it is a canonical program
 
 
 def test_the_pragma_is_on_the_first_five_lines() -> None:
@@ -73,9 +91,22 @@ def test_defines_and_conditions() -> None:
     assert done.macros == {"ME": '"localhost:10000"', "PERIOD": "(2 * HALF)"}
 
 
-def test_outside_definitions_come_first_and_stay() -> None:
-    done = preprocess("#define ME 1\n#undef ME\nx(ME, YOU).\n", "p.olg", {"ME": "2"})
-    assert done.text == "\n\nx(2, YOU).\n"
+def test_outside_definitions_come_first_as_in_cpp() -> None:
+    done = preprocess("x(ME).\n#define ME 1\ny(ME).\n#undef ME\nz(ME).\n", "p.olg",
+                      {"ME": "2"})
+    assert done.text == "x(2).\n\ny(1).\n\nz(ME).\n"
+    assert [(w.code, w.message) for w in done.warnings] == [
+        ("W206", "`#define ME` (p.olg, line 2) replaces `--define ME=2`, as cpp does")]
+    assert preprocess("#ifndef ME\n#define ME 1\n#endif\nx(ME).\n", "p.olg",
+                      {"ME": "2"}).text == "\n\n\nx(2).\n"
+
+
+def test_crlf_lines_and_nested_conditions() -> None:
+    text = "#define FOO 1\r\n#ifdef FOO\r\na(FOO).\r\n#endif\r\n"
+    assert preprocess(text, "p.olg").text == "\n\na(1).\r\n\n"
+    text = "#ifdef DEBUG\n#if VERBOSE\nt(0).\n#else\nt(9).\n#endif\nt(1).\n#endif\nt(2).\n"
+    assert preprocess(text, "p.olg").text == "\n" * 8 + "t(2).\n"
+
 
 
 def test_a_macro_that_names_itself_stops() -> None:
@@ -175,7 +206,10 @@ def test_defines_are_macros_in_p2() -> None:
               "#define LIMIT 10\nt(LIMIT * 2).\nt(WHO).\n")
     engine = overlog.Engine(source, defines={"LIMIT": 4, "WHO": 'b"o'})
     engine.run()
-    assert _rows(engine, "t") == [('b"o',), (8,)]
+    assert _rows(engine, "t") == [('b"o',), (20,)]  # as cpp: the file's #define wins
+    assert [(w.code, w.message) for w in engine.plan.checked.warnings] == [
+        ("W206", "`#define LIMIT` (<input>, line 3) replaces `--define LIMIT=4`, as cpp "
+                 "does")]
 
 
 def test_p2_functions_and_string_plus() -> None:
@@ -207,6 +241,10 @@ def test_p2_functions_are_p2s_only() -> None:
     with pytest.raises(overlog.SemanticError) as raised:
         overlog.compile_program("q(1).\np(Y) :- q(X), Y := f_sha1(X).\n", "c.olg")
     assert raised.value.errors[0].message == "unknown function `f_sha1`"
+    engine = overlog.Engine("q(1).\np(Y) :- q(X), Y := f_sha1(X).\n")  # registered later
+    engine.register_function("f_sha1", lambda x: 42)
+    engine.run()
+    assert _rows(engine, "p") == [(42,)]
     canonical = overlog.Engine("q([1]).\np(f_member(X, 1)) :- q(X).\n")
     canonical.run()
     assert _rows(canonical, "p") == [(True,)]
@@ -489,3 +527,58 @@ def test_tables_without_keys_are_bags_in_p2() -> None:
     assert [(e.code, e.message, e.span.line) for e in raised.value.errors] == [
         ("E230", "`t` is a table without keys (a bag): only a rule triggered by an event can "
                  "insert into it", 5)]
+
+
+def test_argmin_of_a_computed_value_and_helper_names() -> None:
+    source = ("// dialect: p2\n"
+              "materialize(link, infinity, infinity, keys(1, 2, 4)).\n"
+              "materialize(best, infinity, infinity, keys(1, 2)).\n"
+              "materialize(s, infinity, infinity, keys(1)).\n"
+              "link(\"a\", \"b\", 3, \"p1\"). link(\"a\", \"b\", 1, \"p2\").\n"
+              "best(S, D, a_MIN<C>, P) :- link(S, D, C1, P), C := C1 * 2.\n"
+              "s(G, a_MIN<C>, a_MAX<D>) :- link(G, _, C, D), link(G, _, _D, _).\n")
+    engine = overlog.Engine(source)
+    engine.run()
+    assert _rows(engine, "best") == [("a", "b", 2, "p2")]
+    assert _rows(engine, "s") == [("a", 1, "p2")]
+
+
+def test_aggregates_into_bags() -> None:
+    engine = overlog.Engine(
+        "// dialect: p2\n"
+        "materialize(t, infinity, infinity, keys()).\n"
+        "materialize(m, infinity, infinity, keys()).\n"
+        "materialize(s, infinity, infinity, keys(1, 2)).\n"
+        "s(\"a\", 1). s(\"a\", 5). s(\"a\", 7).\n"
+        "e(\"a\").\n"
+        "t(G, a_COUNT<*>) :- e(G), s(G, _).\n"
+        "m(G, a_MIN<X>, a_MAX<X>) :- e(G), s(G, X).\n")
+    engine.run()
+    assert _rows(engine, "t") == [("a", 3, 1)]
+    assert _rows(engine, "m") == [("a", 1, 7, 2)]
+
+
+def test_runtime_errors_in_included_files_name_them(tmp_path: Path) -> None:
+    (tmp_path / "rt.inc").write_text("%% inc\nt(1).\nu(Y) :- t(X), Y := X / 0.\n")
+    (tmp_path / "rt.olg").write_text("// dialect: p2\n"
+                                     "materialize(t, infinity, infinity, keys(1)).\n"
+                                     "materialize(u, infinity, infinity, keys(1)).\n"
+                                     '#include "rt.inc"\n')
+    code, _, err = run_cli(["run", "rt.olg"], tmp_path)
+    assert code == 3
+    assert err.splitlines()[0] == "rt.inc:3:1: error[E302]: step 1 (time 0): division by zero"
+
+
+def test_included_files_may_have_latin1_comments(tmp_path: Path) -> None:
+    (tmp_path / "lat.inc").write_bytes(b"/* caf\xe9 */\nt(1).\n")
+    (tmp_path / "main.olg").write_text('// dialect: p2\n#include "lat.inc"\nwatch(t).\n')
+    code, out, _ = run_cli(["run", "main.olg"], tmp_path)
+    assert (code, out) == (0, "[step 1 @0]  t[1]\n")
+
+
+def test_a_bare_condition_must_be_a_boolean() -> None:
+    engine = overlog.Engine("p(1).\nq(X) :- p(X), X.\nb(true). b(false).\nr(X) :- b(X), X.\n")
+    reports = engine.run()
+    assert _rows(engine, "r") == [(True,)]
+    assert [e.message for report in reports for e in report.errors] == [
+        "`&&` takes booleans, not int 1"]
