@@ -21,6 +21,7 @@ from overlog.parser import parse
 from overlog.printer import format_value
 from overlog.source import read_text
 from overlog.syntax import Const, ListExpr, Neg
+from overlog.values import python
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
@@ -154,7 +155,7 @@ def format_cell(value: Any) -> str:
                  and value == value.strip() and not value.startswith("[")
                  and not any(c in value for c in ',"\r\n'))
         return value if plain else '"' + value.replace('"', '""') + '"'
-    return format_value(value)
+    return format_value(python(value))  # (a P2 identifier as the int it is: it reads back)
 
 
 def format_cells(values: list) -> list[str]:

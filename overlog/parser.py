@@ -24,6 +24,7 @@ from overlog.diagnostics import Diagnostic, Note
 from overlog.errors import ParseError
 from overlog.limits import MAX_INT_DIGITS, MAX_NESTING, int_from_text
 from overlog.source import Source, Span
+from overlog.values import RingId
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", '"': '"', "\\": "\\", "'": "'"}
 
@@ -677,13 +678,15 @@ class _ToAst(Transformer_NonRecursive):
         return s.Const(value=_int(items[0]), span=_span(meta))
 
     def hex(self, meta, items):
-        """``0x1F``, and P2's identifier ``0x1FI`` (an integer: see docs/dialects.md)."""
+        """``0x1F``, and P2's identifier ``0x1FI`` (a ``RingId``: see docs/dialects.md)."""
         digits = items[0].value[2:].rstrip("I")
         if len(digits) > MAX_INT_DIGITS:
             raise _LiteralError(Diagnostic(
                 "E106", f"integer literal of {len(digits):,} digits (the limit is "
                 f"{MAX_INT_DIGITS:,})", _token_span(items[0])))
-        return s.Const(value=int(digits, 16), span=_span(meta))
+        value = int(digits, 16)
+        return s.Const(value=RingId(value) if items[0].value.endswith("I") else value,
+                       span=_span(meta))
 
     def float(self, meta, items):
         return s.Const(value=float(items[0].value), span=_span(meta))

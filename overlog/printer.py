@@ -8,7 +8,7 @@ import re
 
 from overlog import syntax as s
 from overlog.limits import int_text
-from overlog.values import FALSE, TRUE
+from overlog.values import FALSE, TRUE, RingId
 
 _PRECEDENCE = {"<<": 0, ">>": 0, "+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -28,7 +28,7 @@ def format_value(value: object) -> str:
         text = repr(value)
         return text if ("." in text or "e" in text or "n" in text) else text + ".0"
     if isinstance(value, int):
-        return int_text(value)
+        return repr(value) if value.__class__ is RingId else int_text(value)
     if isinstance(value, str):
         return '"' + "".join(_escape(c) for c in value) + '"'
     if isinstance(value, (tuple, list)):

@@ -113,9 +113,31 @@ class IntFloat(float):
     __repr__ = float.__repr__
 
 
-NUMBERS = frozenset({int, float, IntFloat})
-_TO_CONVERT = frozenset({Bool, IntFloat, tuple})  # what python() changes
-_AS_IS = frozenset({int, str, type(None), Bool, IntFloat})  # what internal() keeps
+RING = 2**160  # the size of P2's identifier ring
+
+
+class RingId(int):
+    """P2's 160-bit identifier (``0x1fI``, ``f_sha1``): an int in [0, 2^160) whose
+    arithmetic wraps around the ring (``runtime/builtins.py``). It is equal to the int of
+    its value (the same row), writes as ``0x...I`` and leaves the engine as a plain int."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: int) -> RingId:
+        return int.__new__(cls, value % RING)
+
+    def __repr__(self) -> str:
+        return f"0x{int(self):x}I"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple:
+        return (RingId, (int(self),))
+
+
+NUMBERS = frozenset({int, float, IntFloat, RingId})
+_TO_CONVERT = frozenset({Bool, IntFloat, tuple, RingId})  # what python() changes
+_AS_IS = frozenset({int, str, type(None), Bool, IntFloat, RingId})  # what internal() keeps
 
 
 class NotAValue(TypeError):
@@ -166,6 +188,8 @@ def python(value: Any) -> Any:
         return float(value)
     if kind is tuple:
         return tuple(python(v) for v in value)
+    if kind is RingId:
+        return int(value)
     return value
 
 
@@ -186,9 +210,9 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
-_TYPE_NAMES = {"int": "int", "float": "float", "IntFloat": "float", "str": "string",
-               "Bool": "boolean", "bool": "boolean", "NoneType": "null", "tuple": "list",
-               "list": "list"}
+_TYPE_NAMES = {"int": "int", "RingId": "int", "float": "float", "IntFloat": "float",
+               "str": "string", "Bool": "boolean", "bool": "boolean", "NoneType": "null",
+               "tuple": "list", "list": "list"}
 
 
 def type_name(value: Any) -> str:
@@ -217,7 +241,7 @@ def sort_key(value: Any) -> tuple:
     kind = value.__class__
     if kind is Bool or kind is bool:
         return (1, bool(value))
-    if kind is int:
+    if kind is int or kind is RingId:
         return (2, value, 1)
     if kind is float or kind is IntFloat:
         return (2, value, 0)

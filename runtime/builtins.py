@@ -23,6 +23,7 @@ from overlog.values import (
     NUMBERS,
     TRUE,
     IntFloat,
+    RingId,
     comparison_error,
     number,
     sort_key,
@@ -68,6 +69,8 @@ def multiply(a: Any, b: Any) -> Any:
 def negate(a: Any) -> Any:
     if a.__class__ not in NUMBERS:
         raise ValueFault(f"cannot negate {type_name(a)}")
+    if a.__class__ is RingId:
+        return RingId(-int(a))
     return -a if a.__class__ is not IntFloat else IntFloat(-a)
 
 
@@ -111,9 +114,24 @@ def shift_right(a: Any, b: Any) -> Any:
     return a >> b
 
 
+def _on_the_ring(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``op`` where an operand is one of P2's identifiers (``RingId``) and the other an int
+    or one too: the result taken around the ring (modulo 2^160), an identifier."""
+    def ring(a: Any, b: Any) -> Any:
+        if (a.__class__ is RingId or b.__class__ is RingId) and \
+                a.__class__ in _INTS and b.__class__ in _INTS:
+            return RingId(op(int(a), int(b)))
+        return op(a, b)
+    ring.__name__ = op.__name__
+    return ring
+
+
+_INTS = frozenset({int, RingId})
+
 ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": add, "-": subtract, "*": multiply, "/": divide, "%": remainder,
-    "<<": shift_left, ">>": shift_right}
+    op: _on_the_ring(fn) for op, fn in (
+        ("+", add), ("-", subtract), ("*", multiply), ("/", divide), ("%", remainder),
+        ("<<", shift_left), (">>", shift_right))}
 
 
 # -- booleans ----------------------------------------------------------------------------------
@@ -242,10 +260,10 @@ def _strfind(needle: Any, haystack: Any) -> int:
     return haystack.find(needle)
 
 
-def _sha1(value: Any) -> int:
+def _sha1(value: Any) -> RingId:
     import hashlib
 
-    return int.from_bytes(hashlib.sha1(tostr(value).encode("utf-8")).digest(), "big")
+    return RingId(int.from_bytes(hashlib.sha1(tostr(value).encode("utf-8")).digest(), "big"))
 
 
 def _append(*args: Any) -> tuple:
@@ -281,7 +299,7 @@ def p2_functions(rng: random.Random) -> dict[str, Callable]:
         "f_sha1": _sha1,
         "f_typeOf": _type_of,
         "f_coinFlip": coin_flip,
-        "f_idgen": lambda: rng.getrandbits(160),
+        "f_idgen": lambda: RingId(rng.getrandbits(160)),
         "f_rand": lambda: rng.randrange(2**31),
         "f_drand": lambda: number(rng.random()),
         "f_rowid": lambda: next(rows),

@@ -45,7 +45,7 @@ from overlog.runtime.backend import FrameInput, InputFailure
 from overlog.runtime.memory import THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Fixpoint, Held
-from overlog.values import Bool, IntFloat, internal_row
+from overlog.values import Bool, IntFloat, RingId, internal_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -205,6 +205,8 @@ def _check_value(value: Any) -> None:
     if kind is int:
         if not _LONG[0] <= value <= _LONG[1]:
             raise Unsupported(f"an int past 64 bits ({value})")
+    elif kind is RingId:
+        raise Unsupported("a P2 identifier (its arithmetic wraps around the ring)")
     elif kind is str:
         if not value.isascii():
             try:

@@ -7,6 +7,7 @@ import math
 from hypothesis import strategies as st
 
 from overlog import syntax as s
+from overlog.values import RingId
 
 KEYWORDS = {"true", "false", "null", "infinity", "notin", "delete", "materialize", "watch",
             "keys"}
@@ -22,7 +23,8 @@ numbers = st.one_of(
     st.floats(allow_nan=False),  # includes +-infinity
 )
 strings = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
-constants = st.one_of(numbers, strings, st.booleans(), st.none()).map(lambda v: s.Const(value=v))
+constants = st.one_of(numbers, strings, st.booleans(), st.none(),
+                      st.integers(0, 2**160 - 1).map(RingId)).map(lambda v: s.Const(value=v))
 
 
 COMPARISONS = ["==", "!=", "<", "<=", ">", ">="]

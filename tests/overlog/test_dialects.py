@@ -582,3 +582,25 @@ def test_a_bare_condition_must_be_a_boolean() -> None:
     assert _rows(engine, "r") == [(True,)]
     assert [e.message for report in reports for e in report.errors] == [
         "`&&` takes booleans, not int 1"]
+
+
+def test_identifiers_wrap_around_the_ring(tmp_path: Path) -> None:
+    ring = 2**160
+    source = ("// dialect: p2\n"
+              "materialize(out, infinity, infinity, keys(1)).\n"
+              "go(1).\n"
+              "out(\"below\", 0x0I - 1) :- go(_).\n"
+              "out(\"over\", (0x1I << 159) + (0x1I << 159)) :- go(_).\n"
+              "out(\"finger\", N + (0x1I << 3)) :- go(_), N := 0x%xI.\n"
+              "out(\"distance\", K - B - 1) :- go(_), K := 0x2I, B := 0x10I.\n"
+              "out(\"plain\", 5 - 10) :- go(_).\n"
+              "out(\"same\", (0x5I == 5)) :- go(_).\n") % (ring - 1)
+    engine = overlog.Engine(source)
+    engine.run()
+    assert _rows(engine, "out") == [
+        ("below", ring - 1), ("distance", ring - 15), ("finger", 7), ("over", 0),
+        ("plain", -5), ("same", True)]
+    assert all(type(v) is int for _, v in engine.rows("out") if v is not True)
+    (tmp_path / "ids.olg").write_text(source + "watch(out).\n")
+    code, out, _ = run_cli(["run", "ids.olg", "--print", "out"], tmp_path)
+    assert code == 0 and '"finger"    7' in out and '"plain"     -5' in out  # (plain ints)
