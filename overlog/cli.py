@@ -27,9 +27,11 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="overlog", description="Check, explain and run Overlog programs.")
+    parser.add_argument("--version", action="version", version=f"overlog {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     check = commands.add_parser("check", help="check programs for errors")
-    check.add_argument("programs", nargs="+", metavar="PROGRAM.olg")
+    check.add_argument("programs", nargs="+", metavar="PROGRAM.olg",
+                       help="program files; - reads one from stdin")
     explain = commands.add_parser(
         "explain", help="print relations, strata, rule kinds and every plan the runtime runs")
     explain.add_argument("program", metavar="PROGRAM.olg")
@@ -43,6 +45,15 @@ def _parser() -> argparse.ArgumentParser:
     for command in (check, explain):
         add_program_arguments(command)
     return parser
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("overlog")
+    except metadata.PackageNotFoundError:  # (run from a checkout that is not installed)
+        return "(not installed)"
 
 
 def _read(path: str, dialect: str | None, err: TextIO) -> str:
@@ -71,7 +82,8 @@ def _compile(path: str, err: TextIO, args: argparse.Namespace) -> ProgramPlan | 
     except UsageError as error:
         raise _UsageError(str(error)) from None
     try:
-        plan = compile_program(_read(path, args.dialect, err), path,
+        plan = compile_program(_read(path, args.dialect, err),
+                               "<stdin>" if path == "-" else path,
                                natives=Natives(args.native).check,
                                defines=defines, dialect=args.dialect)
     except CompileError as error:

@@ -324,7 +324,8 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
     from overlog.api import Engine
 
     try:
-        engine = Engine(source, path, defines=defines, native_modules=args.native,
+        engine = Engine(source, "<stdin>" if path == "-" else path, defines=defines,
+                        native_modules=args.native,
                         dialect=args.dialect,
                         max_tuples=args.max_tuples, max_rounds=args.max_rounds,
                         step_timeout=args.step_timeout,

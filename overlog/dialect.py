@@ -14,6 +14,7 @@ every relation that is not materialized is an event, ``periodic(...)`` is the ti
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, replace
 
 from overlog import syntax as s
@@ -116,13 +117,17 @@ def choose(text: str, requested: str | None = None) -> Choice:
     return Choice("canonical", "default")
 
 
+STDIN = "-"  # the program path that reads standard input
+
+
 def read_program(path: str, dialect: str | None = None) -> tuple[str, str | None]:
-    """A program file's text, and a note to show when it was read as Latin-1: a P2 program
-    (``dialect``, or as detected) that is not UTF-8 only in its comments, as old P2 files
-    are. Any other file must be UTF-8 (UnreadableSource says where it is not)."""
+    """A program file's text (``-``: standard input's), and a note to show when it was read
+    as Latin-1: a P2 program (``dialect``, or as detected) that is not UTF-8 only in its
+    comments, as old P2 files are. Any other file must be UTF-8 (UnreadableSource says
+    where it is not)."""
     from overlog.source import UnreadableSource, not_utf8, read_bytes
 
-    data = read_bytes(path)
+    data = sys.stdin.buffer.read() if path == STDIN else read_bytes(path)
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as error:

@@ -400,3 +400,25 @@ def test_unreadable_facts_are_a_usage_error(tmp_path: Path) -> None:
     result = overlog("run", "p.olg", "-F", "dir", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.endswith("overlog: error: cannot read dir/link.csv: Is a directory\n")
+
+
+
+def test_version() -> None:
+    from importlib import metadata
+
+    done = overlog("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, f"overlog {metadata.version('overlog')}\n", "")
+
+
+def test_a_program_from_stdin(tmp_path: Path) -> None:
+    source = 'p(1).\nq(X) :- p(X), X > "a".\n'
+    for command, expected_out, expected_err, expected_code in [
+            (["run", "-"], "p (0 rows)\nq (0 rows)\n",
+             "<stdin>:2:1: error[E301]: step 1 (time 0): cannot compare int with string\n"
+             "  in rule 1\n  binding: X=1\n  quarantined input: p(1)\n", 3),
+            (["check", "-"], "-: ok (2 relations, 1 rule, 1 stratum)\n", "", 0)]:
+        done = subprocess.run([sys.executable, "-m", "overlog", *command], cwd=tmp_path,
+                              input=source, capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            expected_code, expected_out, expected_err)
