@@ -24,12 +24,13 @@ from overlog.source import Span
 DIALECTS = ("canonical", "p2", "jol")
 PRAGMA_LINES = 5  # a pragma is on one of the first lines
 
-_PRAGMA = re.compile(r"[ \t]*(?://|%%|/\*)[ \t]*dialect[ \t]*[:=][ \t]*([A-Za-z0-9_]*)")
+_PRAGMA = re.compile(r"[ \t]*(?://|%%|/\*)[ \t]*dialect[ \t]*[:=][ \t]*([A-Za-z0-9_]*)"
+                     r"[ \t]*(?:\*/)?[ \t\r]*$")
 _JOL_HEADER = re.compile(r"\s*program\s+[A-Za-z_][\w:]*\s*;")
 _P2_SIGNS = (  # (pattern, what it is, a string it needs): each is a canonical error
     (re.compile(r"^[ \t]*#[ \t]*(define|include|ifdef|ifndef)\b", re.M), "`#{0}`", "#"),
-    (re.compile(r"^[ \t]*watchmod[ \t]*\([ \t]*[A-Za-z_]\w*[ \t]*,[ \t]*\"", re.M),
-     "`watchmod`", "watchmod"),
+    (re.compile(r'\bwatchmod\s*\(\s*[A-Za-z_]\w*\s*,\s*"[^"\n]*"\s*\)\s*\.'), "`watchmod`",
+     "watchmod"),
     (re.compile(r"\bperiodic[ \t]*\("), "`periodic(...)` in parentheses", "periodic"),
     (re.compile(r"^[ \t]*%%", re.M), "`%%` comments", "%%"),
 )
@@ -104,7 +105,7 @@ def choose(text: str, requested: str | None = None) -> Choice:
     best = None
     masked: dict[bool, str] = {}  # without comments (`%%` ones too, or not) and strings
     for pattern, what, marker in _P2_SIGNS:
-        if marker not in text:  # (most programs: no masking at all, which costs)
+        if marker not in text or pattern.search(text) is None:  # (then nothing to mask)
             continue
         percent = "%%" not in what
         if percent not in masked:
@@ -184,8 +185,7 @@ _P2_UNSUPPORTED = (
 )
 
 
-_WATCHMOD = re.compile(r'^[ \t]*watchmod[ \t]*\([ \t]*([A-Za-z_]\w*)[ \t]*,[ \t]*"([^"\\\n]*)"'
-                       r"[ \t]*\)[ \t]*\.", re.M)
+_WATCHMOD = re.compile(r'\bwatchmod\s*\(\s*([A-Za-z_]\w*)\s*,\s*"([^"\\\n]*)"\s*\)\s*\.')
 
 
 def p2_watchmods(text: str) -> tuple[str, list[s.Watch]]:
@@ -199,10 +199,12 @@ def p2_watchmods(text: str) -> tuple[str, list[s.Watch]]:
         start, end = match.start(), match.end()
         line = text.count("\n", 0, start) + 1
         column = start - (text.rfind("\n", 0, start) + 1) + 1
+        end_line = text.count("\n", 0, end - 1) + 1
+        end_column = end - 1 - text.rfind("\n", 0, end - 1)
         modes = text[match.start(2):match.end(2)]
         found.append(s.Watch(name=match.group(1), modes=modes,
-                             span=Span(line, column, line, column + end - start - 1)))
-        chars[start:end] = " " * (end - start)
+                             span=Span(line, column, end_line, end_column)))
+        chars[start:end] = [c if c == "\n" else " " for c in text[start:end]]
     return "".join(chars), found
 
 
@@ -359,7 +361,8 @@ def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
     """A parsed P2 program with its canonical meaning (``as_canonical``), and the warnings
     that P2 gives where the canonical dialect has errors: a ``watch`` of a relation the
     program does not use is a warning (W205), not E220."""
-    used = {node.name for node in s.walk(program) if isinstance(node, s.Atom)} | {
+    used = {node.name for st in program.statements if not isinstance(st, s.FactRows)
+            for node in s.walk(st) if isinstance(node, s.Atom)} | {
         st.name for st in program.statements if isinstance(st, s.FactRows)}
     warnings = [Diagnostic(
         "W205", f"`watch` names relation `{st.name}`, which the program does not use "
@@ -407,10 +410,13 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
                              replace(b, atom=read(b.atom)) if isinstance(b, s.Negation) else b
                              for b in st.body)
                 head = st.head
-                if head.name in bags and st.delete:
-                    var = s.Var(name=_fresh_var("Id", taken))
-                    head = replace(head, args=(*head.args, var))
-                    body = (*body, replace(head, span=st.head.span))
+                if head.name in bags and st.delete:  # every copy: whatever its id
+                    fields = [s.Var(name=_fresh_var(f"F{i + 1}", taken))
+                              for i in range(head.arity + 1)]
+                    body = (*body, replace(head, args=tuple(fields)), *(
+                        s.Comparison(op="==", left=field, right=arg, span=arg.span)
+                        for field, arg in zip(fields, head.args, strict=False)))
+                    head = replace(head, args=tuple(fields))
                 elif head.name in bags:
                     events = [b for b in st.body if isinstance(b, s.Atom)
                               and (b.event or b.name not in declared)]
@@ -463,8 +469,10 @@ def as_canonical(program: s.Program, argmin: bool) -> s.Program:
             return replace(lit, atom=atom(lit.atom))
         return lit
 
-    used = {node.name for node in s.walk(program) if isinstance(node, s.Atom)}
-    names = _Names(used | set(declared) | {v.name for v in s.variables(program)})
+    rules = [st for st in program.statements if isinstance(st, s.Rule)]  # (not the facts:
+    used = {node.name for rule in rules for node in s.walk(rule)  # a program may be big)
+            if isinstance(node, s.Atom)}
+    names = _Names(used | set(declared) | {v.name for r in rules for v in s.variables(r)})
     statements: list[s.Statement] = []
     for st in program.statements:
         st = s.rebuild(st, _string_plus)  # type: ignore[assignment]

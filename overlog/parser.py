@@ -585,9 +585,6 @@ class _ToAst(Transformer_NonRecursive):
                 "E107", "a body condition must be true or false, and this is "
                 f"{'a list' if isinstance(term, s.ListExpr) else 'not a boolean'}",
                 term.span, notes=(Note("compare it (`X > 0`), or assign it (`Y := ...`)"),)))
-        if isinstance(term, (s.Var, s.Call)):  # `X && true`: a value not boolean fails (E301)
-            term = s.Logic(op="&&", left=term, right=s.Const(value=True, span=term.span),
-                           span=term.span)
         return s.Comparison(op="==", left=term, right=s.Const(value=True, span=term.span),
                             span=_span(meta))
 

@@ -89,24 +89,24 @@ class IntFloat(float):
     __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is int:
+        if other.__class__ in _INTEGERS:
             return False
         return float.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        if other.__class__ is int:
+        if other.__class__ in _INTEGERS:
             return True
         return float.__ne__(self, other)
 
     __hash__ = float.__hash__
 
     def __lt__(self, other: object) -> bool:
-        if other.__class__ is int:
+        if other.__class__ in _INTEGERS:
             return float.__le__(self, other)  # type: ignore[operator]
         return float.__lt__(self, other)  # type: ignore[operator]
 
     def __ge__(self, other: object) -> bool:
-        if other.__class__ is int:
+        if other.__class__ in _INTEGERS:
             return float.__gt__(self, other)  # type: ignore[operator]
         return float.__ge__(self, other)  # type: ignore[operator]
 
@@ -135,6 +135,7 @@ class RingId(int):
         return (RingId, (int(self),))
 
 
+_INTEGERS = frozenset({int, RingId})
 NUMBERS = frozenset({int, float, IntFloat, RingId})
 _TO_CONVERT = frozenset({Bool, IntFloat, tuple, RingId})  # what python() changes
 _AS_IS = frozenset({int, str, type(None), Bool, IntFloat, RingId})  # what internal() keeps

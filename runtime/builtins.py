@@ -352,8 +352,8 @@ def aggregate(func: str, values: list[Any]) -> Any:
     ints = 0
     floats = []
     for value in values:
-        if value.__class__ is int:
-            ints += value
+        if value.__class__ is int or value.__class__ is RingId:
+            ints += int(value)
         elif value.__class__ in NUMBERS:
             floats.append(value)
         else:

@@ -379,8 +379,8 @@ def _literal(value: Any) -> tuple[str, str | None]:
     """A value as Spark SQL, with its type."""
     if value is None:
         return "NULL", None
+    _check_value(value)  # (first: a P2 identifier has no Spark type)
     kind = _TYPES[value.__class__]
-    _check_value(value)
     if kind == "binary":
         return f"X'{sparklist.encode(value).hex()}'", kind
     if kind == "bigint":

@@ -37,7 +37,7 @@ from overlog.limits import MAX_ROUNDS, recursion_room
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Held
-from overlog.values import Bool, IntFloat, internal
+from overlog.values import Bool, IntFloat, RingId, internal
 
 Row = tuple
 _TYPES = {int: "BIGINT", float: "DOUBLE", IntFloat: "DOUBLE", str: "VARCHAR",
@@ -103,7 +103,8 @@ def _expr_reason(expr: p.Expr) -> str | None:
         case p.MakeList():
             return "a list"
         case p.Const(value=value):
-            return "a list" if value.__class__ is tuple else None
+            return "a list" if value.__class__ is tuple else \
+                "a P2 identifier (its arithmetic wraps)" if value.__class__ is RingId else None
         case p.Arith(op=op, left=left, right=right):
             if op in ("/", "%"):
                 return "/ and % do not run on DuckDB yet"

@@ -43,12 +43,12 @@ def test_a_given_dialect_wins_and_names_are_checked() -> None:
     with pytest.raises(ValueError, match="unknown dialect 'p3'"):
         overlog.compile_program("p(1).\n", dialect="p3")
     with pytest.raises(overlog.ParseError) as raised:
-        overlog.compile_program("// dialect: see the docs\np(1).\n", "d.olg")
+        overlog.compile_program("// dialect: p3\np(1).\n", "d.olg")
     assert raised.value.render() == (
-        "d.olg:1:1: error[E112]: unknown dialect 'see' in the pragma (known: canonical, p2, "
+        "d.olg:1:1: error[E112]: unknown dialect 'p3' in the pragma (known: canonical, p2, "
         "jol)\n"
-        "  1 | // dialect: see the docs\n"
-        "    | ^^^^^^^^^^^^^^^^^^^^^^^^")
+        "  1 | // dialect: p3\n"
+        "    | ^^^^^^^^^^^^^^")
 
 
 @pytest.mark.parametrize("text", [
@@ -56,6 +56,8 @@ def test_a_given_dialect_wins_and_names_are_checked() -> None:
     'msg("use periodic(...) for timers").\n',  # in a string
     'note("#define X").\n',
     "watchmod(1, 2).\nwatchmod(X, Y) :- q(X, Y).\nq(1, 2).\n",  # a relation named so
+    'node("a").\nwatchmod(N, "seen") :- node(N).\n',
+    "// dialect: the one from the paper\np(1).\n",  # prose, not a pragma
 ])
 def test_signs_in_comments_strings_or_names_are_none(text: str) -> None:
     assert choose(text) == Choice("canonical", "default")
@@ -576,12 +578,11 @@ def test_included_files_may_have_latin1_comments(tmp_path: Path) -> None:
     assert (code, out) == (0, "[step 1 @0]  t[1]\n")
 
 
-def test_a_bare_condition_must_be_a_boolean() -> None:
+def test_a_bare_condition_keeps_what_is_true() -> None:
     engine = overlog.Engine("p(1).\nq(X) :- p(X), X.\nb(true). b(false).\nr(X) :- b(X), X.\n")
     reports = engine.run()
-    assert _rows(engine, "r") == [(True,)]
-    assert [e.message for report in reports for e in report.errors] == [
-        "`&&` takes booleans, not int 1"]
+    assert (_rows(engine, "q"), _rows(engine, "r")) == ([], [(True,)])
+    assert [e for report in reports for e in report.errors] == []
 
 
 def test_identifiers_wrap_around_the_ring(tmp_path: Path) -> None:
@@ -604,3 +605,36 @@ def test_identifiers_wrap_around_the_ring(tmp_path: Path) -> None:
     (tmp_path / "ids.olg").write_text(source + "watch(out).\n")
     code, out, _ = run_cli(["run", "ids.olg", "--print", "out"], tmp_path)
     assert code == 0 and '"finger"    7' in out and '"plain"     -5' in out  # (plain ints)
+
+
+def test_watchmod_anywhere_a_statement_starts() -> None:
+    plan = overlog.compile_program('// dialect: p2\nmaterialize(t, infinity, infinity, '
+                                   'keys(1)). watchmod(t, "i").\nt(1). watchmod(t,\n "d").\n')
+    assert [(w.name, w.modes) for w in plan.checked.program.statements
+            if isinstance(w, overlog.syntax.Watch)] == [("t", "i"), ("t", "d")]
+
+
+def test_bag_deletes_match_computed_fields() -> None:
+    engine = overlog.Engine("// dialect: p2\n"
+                            "materialize(item, infinity, infinity, keys()).\n"
+                            'item("a", 1). item("a", 1). item("b", 2).\n'
+                            "delete item(X, Z) :- ev(X, Y), Z := Y + 1.\n"
+                            'ev("a", 0).\n')
+    engine.run()
+    assert _rows(engine, "item") == [("b", 2, 3)]
+
+
+def test_identifiers_are_ints_to_floats_and_sums() -> None:
+    engine = overlog.Engine("// dialect: p2\n"
+                            "materialize(t, infinity, infinity, keys(1, 2)).\n"
+                            "materialize(s, infinity, infinity, keys(1)).\n"
+                            "t(1, 0x5I). t(1, 5.0). t(2, 0x1I).\n"
+                            "s(0, a_SUM<X>) :- t(_, X).\n")
+    engine.run()
+    assert len(engine.rows("t")) == 3  # 0x5I and 5.0 are two values, as 5 and 5.0
+    assert _rows(engine, "s") == [(0, 11.0)]
+    vector = overlog.Engine("// dialect: p2\nmaterialize(v, infinity, infinity, keys(1)).\n"
+                            "materialize(u, infinity, infinity, keys(1)).\nu(1).\n"
+                            "v(Y) :- u(X), Y := X + 0xffI.\n", backend="vector")
+    vector.run()
+    assert vector.vector.local == {0: "a P2 identifier (its arithmetic wraps)"}
