@@ -386,8 +386,9 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
     if not bags:
         return program, []
     declared = {st.name for st in program.statements if isinstance(st, s.Materialize)}
-    taken = {v.name for v in s.variables(program)}
-    relations = {node.name for node in s.walk(program) if isinstance(node, s.Atom)} | declared
+    variables = _Names({v.name for v in s.variables(program)})
+    relations = _Names({node.name for node in s.walk(program) if isinstance(node, s.Atom)}
+                       | declared)
     errors = []
 
     def read(a: s.Atom) -> s.Atom:
@@ -411,7 +412,7 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
                              for b in st.body)
                 head = st.head
                 if head.name in bags and st.delete:  # every copy: whatever its id
-                    fields = [s.Var(name=_fresh_var(f"F{i + 1}", taken))
+                    fields = [s.Var(name=variables.fresh(f"F{i + 1}"))
                               for i in range(head.arity + 1)]
                     body = (*body, replace(head, args=tuple(fields)), *(
                         s.Comparison(op="==", left=field, right=arg, span=arg.span)
@@ -428,8 +429,8 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
                                         "event (P2 inserts on each change of its body)"),)))
                     if any(isinstance(a, s.Agg) for a in head.args):
                         # aggregate first (into an event of its own), then number the rows
-                        helper = _fresh_var(f"{head.name}_rows", relations)
-                        values = tuple(s.Var(name=_fresh_var(f"V{i + 1}", taken))
+                        helper = relations.fresh(f"{head.name}_rows")
+                        values = tuple(s.Var(name=variables.fresh(f"V{i + 1}"))
                                        for i in range(head.arity))
                         statements.append(replace(st, head=replace(head, name=helper),
                                                   body=body))
@@ -440,15 +441,6 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
                 st = replace(st, head=head, body=body)
             statements.append(st)
     return s.Program(statements=tuple(statements), path=program.path), errors
-
-
-def _fresh_var(base: str, taken: set[str]) -> str:
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}{n}"
-    taken.add(name)
-    return name
 
 
 def as_canonical(program: s.Program, argmin: bool) -> s.Program:
