@@ -237,7 +237,7 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if args.facts:
         load_facts(engine, args.facts, args.header, err)
     printer = Printer(args.format, out)
-    watched = watch(engine, printer)
+    watched = watch(engine, printer, args.print_tables)
     failed = 0
     placed: set[str] = set()  # what was said of where strata run
     interrupted = False
@@ -370,12 +370,15 @@ def fact_relations(directory: str) -> set[str]:
             if ext in (".csv", ".parquet")}
 
 
-def watch(engine: Any, printer: Printer) -> list[str]:
-    """Print the watched relations' changes as they happen; the watched relations."""
+def watch(engine: Any, printer: Printer, printed: Iterable[str] = ()) -> list[str]:
+    """Print the watched relations' changes as they happen, and the events of the event
+    relations in ``printed`` (--print); the watched relations."""
     checked = engine.plan.checked
     watched = list(checked.watched)
-    for name in watched:
-        for op in checked.watch_ops(name):
+    events = [name for name in dict.fromkeys(printed) if name not in watched
+              and name in checked.relations and checked.relations[name].event]
+    for name in watched + events:
+        for op in checked.watch_ops(name) if name in watched else ("event",):
             if op == "event":
                 engine.register_listener(name, None, _watcher(engine, printer, name, op, True))
             else:

@@ -91,7 +91,7 @@ def run_nodes(args: argparse.Namespace, out: TextIO, err: TextIO,
             return 1
         engines[name] = engine
         printers[name] = Printer(args.format, out, name)
-        watched[name] = watch(engine, printers[name])
+        watched[name] = watch(engine, printers[name], args.print_tables)
     for table in args.print_tables:
         if not any(table in engine.plan.relations for engine in engines.values()):
             raise UsageError(f"--print names `{table}`, which no node's program has")

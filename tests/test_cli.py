@@ -268,7 +268,7 @@ def test_a_program_binds_only_allowed_native_modules(tmp_path: Path) -> None:
     (tmp_path / "prog.olg").write_text(
         'a["x"].\nregisterNativeEventHandler["a", "spy:seen"].\n')
     result = overlog("run", "prog.olg", "--native", "spy", "--print", "a", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, "('x',)\n")
+    assert (result.returncode, result.stdout) == (0, "('x',)\n[step 1 @0]  a[\"x\"]\n")
     assert (tmp_path / "imported").read_text() == "spy"
 
 
@@ -422,3 +422,10 @@ def test_a_program_from_stdin(tmp_path: Path) -> None:
                               input=source, capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stdout, done.stderr) == (
             expected_code, expected_out, expected_err)
+
+
+def test_print_of_an_event_relation_prints_its_events(tmp_path: Path) -> None:
+    (tmp_path / "e.olg").write_text("go[1]. go[2].\nt(X) :- go[X].\nout[X] :- go[X].\n")
+    done = overlog("run", "e.olg", "--print", "out", "--print", "t", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, "[step 1 @0]  out[1]\n[step 1 @0]  out[2]\nt (2 rows)\n  1\n  2\n", "")
