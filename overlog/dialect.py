@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
-from overlog.source import Span
+from overlog.source import span_at
 
 DIALECTS = ("canonical", "p2", "jol")
 PRAGMA_LINES = 5  # a pragma is on one of the first lines
@@ -47,8 +47,11 @@ class DialectError(ValueError):
 _STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"?')
 
 
-def _masked(found: re.Match) -> str:
-    return '"' + "x" * (len(found.group()) - 2) + '"' if len(found.group()) > 1 else '"'
+def mask_strings(code: str) -> str:
+    """``code`` with the inside of each string literal replaced by ``x``s (lines and columns
+    kept): what patterns of statements search, so that no string can match them."""
+    return _STRINGS.sub(lambda found: '"' + "x" * (len(found.group()) - 2) + '"'
+                        if len(found.group()) > 1 else '"', code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +83,14 @@ class Choice:
                         f"`// dialect: {self.name}`"),))
 
 
-def check_name(name: str) -> str:
-    if name not in DIALECTS:
-        raise DialectError(f"unknown dialect {name!r} (known: {', '.join(DIALECTS)})")
-    return name
+def check_name(name: str, pragma_line: int = 0) -> str:
+    """``name`` if it names a dialect (a pragma's: in any case); DialectError otherwise."""
+    known = name.lower() if pragma_line else name
+    if known not in DIALECTS:
+        where = " in the pragma" if pragma_line else ""
+        raise DialectError(f"unknown dialect {name!r}{where} (known: {', '.join(DIALECTS)})",
+                           pragma_line)
+    return known
 
 
 def choose(text: str, requested: str | None = None) -> Choice:
@@ -93,11 +100,7 @@ def choose(text: str, requested: str | None = None) -> Choice:
     for number, line in enumerate(text.split("\n", PRAGMA_LINES)[:PRAGMA_LINES], start=1):
         found = _PRAGMA.match(line)
         if found is not None:
-            name = found.group(1).lower()
-            if name not in DIALECTS:
-                raise DialectError(f"unknown dialect {found.group(1)!r} in the pragma (known: "
-                                   f"{', '.join(DIALECTS)})", number)
-            return Choice(name, "pragma", line=number)
+            return Choice(check_name(found.group(1), number), "pragma", line=number)
     start = _first_code(text)
     if _JOL_HEADER.match(text, start):
         return Choice("jol", "detected", "a `program name;` header",
@@ -109,7 +112,7 @@ def choose(text: str, requested: str | None = None) -> Choice:
             continue
         percent = "%%" not in what
         if percent not in masked:
-            masked[percent] = _STRINGS.sub(_masked, code_of(text, percent))
+            masked[percent] = mask_strings(code_of(text, percent))
         found = pattern.search(masked[percent])
         if found is not None and (best is None or found.start() < best[0]):
             best = (found.start(), what.format(*found.groups()))
@@ -192,18 +195,12 @@ def p2_watchmods(text: str) -> tuple[str, list[s.Watch]]:
     """P2's ``watchmod(name, "modes").`` statements (not the canonical dialect's: there
     ``watchmod`` may name a relation) as Watch statements, and the text without them
     (blanked in place)."""
-    code = _STRINGS.sub(_masked, code_of(text))
     chars = list(text)
     found = []
-    for match in _WATCHMOD.finditer(code):
+    for match in _WATCHMOD.finditer(mask_strings(code_of(text))):
         start, end = match.start(), match.end()
-        line = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
-        end_line = text.count("\n", 0, end - 1) + 1
-        end_column = end - 1 - text.rfind("\n", 0, end - 1)
-        modes = text[match.start(2):match.end(2)]
-        found.append(s.Watch(name=match.group(1), modes=modes,
-                             span=Span(line, column, end_line, end_column)))
+        found.append(s.Watch(name=match.group(1), modes=text[match.start(2):match.end(2)],
+                             span=span_at(text, start, end)))
         chars[start:end] = [c if c == "\n" else " " for c in text[start:end]]
     return "".join(chars), found
 
@@ -213,14 +210,11 @@ def p2_unsupported(text: str) -> list[Diagnostic]:
     found = []
     for pattern, why in _P2_UNSUPPORTED:
         for match in pattern.finditer(text):
-            line = text.count("\n", 0, match.start(1)) + 1
-            column = match.start(1) - (text.rfind("\n", 0, match.start(1)) + 1) + 1
             found.append(Diagnostic(
                 "E110", f"P2's `{match.group(1)}` is not supported ({why})",
-                Span(line, column, line, column + len(match.group(1)) - 1),
+                span_at(text, match.start(1), match.end(1)),
                 notes=(Note("docs/dialects.md lists what runs"),)))
     return found
-
 
 
 def _string_plus(node: object) -> object:
@@ -357,13 +351,24 @@ def _is_text(term: s.Term) -> bool:
         isinstance(term, s.Call) and term.name == "f_concat")
 
 
+def _relation_names(program: s.Program) -> set[str]:
+    """The relations a program's atoms name (a FactRows by its name: facts are many)."""
+    return {st.name for st in program.statements if isinstance(st, s.FactRows)} | {
+        node.name for st in program.statements if not isinstance(st, s.FactRows)
+        for node in s.walk(st) if isinstance(node, s.Atom)}
+
+
+def _with_atoms(body: tuple[s.Literal, ...], change) -> tuple[s.Literal, ...]:
+    """``body`` with ``change`` applied to each atom, negated ones too."""
+    return tuple(change(b) if isinstance(b, s.Atom) else replace(b, atom=change(b.atom))
+                 if isinstance(b, s.Negation) else b for b in body)
+
+
 def lower_p2(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
     """A parsed P2 program with its canonical meaning (``as_canonical``), and the warnings
     that P2 gives where the canonical dialect has errors: a ``watch`` of a relation the
     program does not use is a warning (W205), not E220."""
-    used = {node.name for st in program.statements if not isinstance(st, s.FactRows)
-            for node in s.walk(st) if isinstance(node, s.Atom)} | {
-        st.name for st in program.statements if isinstance(st, s.FactRows)}
+    used = _relation_names(program)
     warnings = [Diagnostic(
         "W205", f"`watch` names relation `{st.name}`, which the program does not use "
         "(nothing to print)", st.span, severity="warning")
@@ -386,9 +391,9 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
     if not bags:
         return program, []
     declared = {st.name for st in program.statements if isinstance(st, s.Materialize)}
-    variables = _Names({v.name for v in s.variables(program)})
-    relations = _Names({node.name for node in s.walk(program) if isinstance(node, s.Atom)}
-                       | declared)
+    rules = [st for st in program.statements if isinstance(st, s.Rule)]
+    variables = _Names({v.name for rule in rules for v in s.variables(rule)})
+    relations = _Names(_relation_names(program) | declared)
     errors = []
 
     def read(a: s.Atom) -> s.Atom:
@@ -407,9 +412,7 @@ def _bags(program: s.Program) -> tuple[s.Program, list[Diagnostic]]:
             if isinstance(st, s.Fact) and st.atom.name in bags:
                 st = replace(st, atom=replace(st.atom, args=(*st.atom.args, fresh_id())))
             elif isinstance(st, s.Rule):
-                body = tuple(read(b) if isinstance(b, s.Atom) else
-                             replace(b, atom=read(b.atom)) if isinstance(b, s.Negation) else b
-                             for b in st.body)
+                body = _with_atoms(st.body, read)
                 head = st.head
                 if head.name in bags and st.delete:  # every copy: whatever its id
                     fields = [s.Var(name=variables.fresh(f"F{i + 1}"))
@@ -454,22 +457,14 @@ def as_canonical(program: s.Program, argmin: bool) -> s.Program:
     def atom(a: s.Atom) -> s.Atom:
         return a if a.event or a.name in declared else replace(a, event=True)
 
-    def literal(lit: s.Literal) -> s.Literal:
-        if isinstance(lit, s.Atom):
-            return atom(lit)
-        if isinstance(lit, s.Negation):
-            return replace(lit, atom=atom(lit.atom))
-        return lit
-
-    rules = [st for st in program.statements if isinstance(st, s.Rule)]  # (not the facts:
-    used = {node.name for rule in rules for node in s.walk(rule)  # a program may be big)
-            if isinstance(node, s.Atom)}
-    names = _Names(used | set(declared) | {v.name for r in rules for v in s.variables(r)})
+    rules = [st for st in program.statements if isinstance(st, s.Rule)]
+    names = _Names(_relation_names(program) | set(declared)
+                   | {v.name for rule in rules for v in s.variables(rule)})
     statements: list[s.Statement] = []
     for st in program.statements:
         st = s.rebuild(st, _string_plus)  # type: ignore[assignment]
         if isinstance(st, s.Rule):
-            st = replace(st, head=atom(st.head), body=tuple(literal(b) for b in st.body))
+            st = replace(st, head=atom(st.head), body=_with_atoms(st.body, atom))
             *helpers, st = _aggregates(st, declared.get(st.head.name) if argmin else None,
                                        names)
             statements += (_quiet(helper, names) for helper in helpers)

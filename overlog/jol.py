@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from overlog import syntax as s
 from overlog.diagnostics import Diagnostic, Note
-from overlog.source import Span
+from overlog.dialect import as_canonical, mask_strings
+from overlog.source import Span, span_at
 
 _HEADER = re.compile(r"\bprogram\s+[A-Za-z_][\w:]*\s*;")
 _IMPORT = re.compile(r"\bimport\s+[\w.*]+\s*;")
@@ -31,7 +32,6 @@ _TIMER = re.compile(r"\btimer\s*\(\s*([A-Za-z_]\w*)\s*,\s*(physical|logical)\s*,
                     r"\s*(\w+)\s*,\s*(\w+)\s*\)\s*;")
 _WATCH = re.compile(r"\bwatch\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*([A-Za-z]*)\s*)?\)\s*;")
 _LONG = re.compile(r"\b([0-9]+)[lL]\b")
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _FUNCTIONS = "write it with the built-in functions, or register a Python function (functions=)"
 _JAVA = (  # (pattern, what, what to do instead): Java interop, which the engine cannot run
     (re.compile(r"\bnew\s+[A-Za-z_][\w.]*"), "a Java object (`new`)", _FUNCTIONS),
@@ -149,8 +149,7 @@ class _Blanked:
 
     def unquoted(self) -> str:
         """The code (no comments), strings masked: what the patterns search."""
-        return _STRING.sub(lambda m: '"' + "x" * (len(m.group()) - 2) + '"',
-                           "".join(self.code))
+        return mask_strings("".join(self.code))
 
     def blank(self, start: int, end: int) -> None:
         for i in range(start, end):
@@ -158,11 +157,7 @@ class _Blanked:
                 self.chars[i] = self.code[i] = " "
 
     def span(self, start: int, end: int) -> Span:
-        line = self.text.count("\n", 0, start) + 1
-        column = start - (self.text.rfind("\n", 0, start) + 1) + 1
-        end_line = self.text.count("\n", 0, end - 1) + 1
-        end_column = end - 1 - (self.text.rfind("\n", 0, end - 1) + 1) + 1
-        return Span(line, column, end_line, end_column)
+        return span_at(self.text, start, end)
 
     def terminators(self) -> None:
         """``;`` ends statements (``.`` in the canonical dialect); ``1L`` is ``1``."""
@@ -178,7 +173,5 @@ def lower_jol(program: s.Program, jol: JolProgram) -> s.Program:
     """The parsed program with JOL's meaning: its declarations added, then as the P2
     dialect's (``overlog.dialect.as_canonical``): relations no ``define`` with keys declares
     are events, and so on."""
-    from overlog.dialect import as_canonical
-
     return as_canonical(s.Program(statements=(*jol.declarations, *program.statements),
                                   path=program.path), argmin=False)

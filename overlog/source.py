@@ -24,6 +24,14 @@ class Span(NamedTuple):
         return Span(start[0], start[1], end[0], end[1])
 
 
+def span_at(text: str, start: int, end: int) -> Span:
+    """The span of ``text[start:end]`` (``end`` past its last character)."""
+    line = text.count("\n", 0, start) + 1
+    column = start - text.rfind("\n", 0, start)
+    last = max(start, end - 1)
+    return Span(line, column, text.count("\n", 0, last) + 1, last - text.rfind("\n", 0, last))
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """A program's text and the path it is reported under."""

@@ -61,7 +61,8 @@ def test_a_given_dialect_wins_and_names_are_checked() -> None:
 ])
 def test_signs_in_comments_strings_or_names_are_none(text: str) -> None:
     assert choose(text) == Choice("canonical", "default")
-    overlog.compile_program(text)  # and it is a canonical program
+    plan = overlog.compile_program(text)  # and it is a canonical program
+    assert (plan.dialect, plan.checked.warnings) == (Choice("canonical", "default"), ())
 
 
 def test_the_pragma_is_on_the_first_five_lines() -> None:
@@ -271,10 +272,10 @@ def test_watchmod_chooses_what_is_printed(tmp_path: Path) -> None:
         "e(X) :- go(X).\n"
         "delete t(X) :- t(X), X == 1.\n")
     code, out, err = run_cli(["run", "w.olg"], tmp_path)
-    assert code == 0
-    assert out.splitlines()[:3] == ["[step 1 @0]  e[1]", "[step 1 @0]  e[2]",
-                                    "[step 3 @0] -t(1)"]
-    assert "note[N201]" in err
+    assert (code, out, err) == (
+        0, "[step 1 @0]  e[1]\n[step 1 @0]  e[2]\n[step 3 @0] -t(1)\nt (1 row)\n  2\n",
+        "w.olg: note[N201]: read as the P2 dialect: the program uses `watchmod` (line 2)\n"
+        "  note: choose with --dialect canonical|p2|jol, or a first line `// dialect: p2`\n")
 
 
 def test_explain_names_the_dialect(tmp_path: Path) -> None:
@@ -602,9 +603,11 @@ def test_identifiers_wrap_around_the_ring(tmp_path: Path) -> None:
         ("below", ring - 1), ("distance", ring - 15), ("finger", 7), ("over", 0),
         ("plain", -5), ("same", True)]
     assert all(type(v) is int for _, v in engine.rows("out") if v is not True)
-    (tmp_path / "ids.olg").write_text(source + "watch(out).\n")
-    code, out, _ = run_cli(["run", "ids.olg", "--print", "out"], tmp_path)
-    assert code == 0 and '"finger"    7' in out and '"plain"     -5' in out  # (plain ints)
+    (tmp_path / "ids.olg").write_text(source)
+    code, out, _ = run_cli(["run", "ids.olg", "--print", "out", "--format", "jsonl"], tmp_path)
+    assert (code, out) == (0, "".join(  # as plain ints
+        f'{{"table": "out", "row": ["{name}", {"true" if v is True else v}]}}\n'
+        for name, v in _rows(engine, "out")))
 
 
 def test_watchmod_anywhere_a_statement_starts() -> None:
