@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--vector-threshold", type=int, metavar="ROWS",
                          help="the DuckDB threshold `overlog run` would use with --backend "
                          "auto")
+    picture = explain.add_mutually_exclusive_group()
+    picture.add_argument("--dot", action="store_true",
+                         help="print the rule/relation dependency graph as Graphviz DOT instead")
+    picture.add_argument("--svg", metavar="FILE",
+                         help="render the dependency graph to an SVG file (runs Graphviz's dot)")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
     for command in (check, explain):
@@ -108,9 +113,19 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    dot = _dot_command(args) if args.svg is not None else None
     plan = _compile(args.program, err, args)
     if plan is None:
         return EXIT_PROGRAM
+    if args.dot or dot is not None:
+        from overlog.dot import program_graph
+
+        graph = program_graph(plan)
+        if dot is None:
+            out.write(graph)
+        else:
+            _render_svg(dot, graph, args.svg)
+        return EXIT_OK
     from overlog.plan import format_program_plan
     from overlog.runtime import spark, vector
     from overlog.runtime.memory import THRESHOLD, VECTOR_THRESHOLD
@@ -127,6 +142,41 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         notes[stratum][1:1] = lines  # after where Spark runs its views
     print(format_program_plan(plan, notes), file=out)
     return EXIT_OK
+
+
+def _dot_command(args: argparse.Namespace) -> str:
+    """Graphviz's ``dot`` for ``explain --svg``, or a usage error saying how to get it."""
+    import shlex
+    import shutil
+
+    dot = shutil.which("dot")
+    if dot is None:
+        pipe = (f"overlog explain {shlex.quote(args.program)} --dot | dot -Tsvg -o "
+                f"{shlex.quote(args.svg)}")
+        raise _UsageError(
+            "--svg runs Graphviz's `dot`, which is not on PATH: install Graphviz "
+            "(`apt install graphviz`, `brew install graphviz`, or from "
+            "https://graphviz.org/download/), or run `" + pipe + "` where it is installed")
+    return dot
+
+
+def _render_svg(dot: str, graph: str, path: str) -> None:
+    """Render DOT text to an SVG file with ``dot -Tsvg``; written only if dot succeeds."""
+    import subprocess
+
+    try:
+        done = subprocess.run([dot, "-Tsvg"], input=graph.encode("utf-8"),
+                              capture_output=True, check=False)
+    except OSError as error:
+        raise _UsageError(f"--svg: cannot run {dot}: {error.strerror or error}") from None
+    if done.returncode != 0:
+        problem = done.stderr.decode("utf-8", "replace").strip() or "no message"
+        raise _UsageError(f"--svg: dot -Tsvg failed (exit {done.returncode}): {problem}")
+    try:
+        with open(path, "wb") as file:
+            file.write(done.stdout)
+    except OSError as error:
+        raise _UsageError(f"--svg: cannot write {path}: {error.strerror or error}") from None
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

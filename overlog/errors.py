@@ -57,7 +57,8 @@ class StepError(OverlogRuntimeError):
     def __init__(self, code: str, message: str, *, step: int, time: float,
                  path: str = "<input>", rule: str | None = None, span: object = None,
                  binding: dict | None = None,
-                 quarantined: tuple[tuple[str, str, tuple], ...] = ()) -> None:
+                 quarantined: tuple[tuple[str, str, tuple], ...] = (),
+                 expression: str | None = None) -> None:
         self.code = code
         self.message = message
         self.step = step
@@ -67,6 +68,7 @@ class StepError(OverlogRuntimeError):
         self.span = span
         self.binding = dict(binding or {})
         self.quarantined = quarantined
+        self.expression = expression
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -79,6 +81,8 @@ class StepError(OverlogRuntimeError):
         text = f"{where}: error[{self.code}]: step {self.step} (time {self.time:g}): {self.message}"
         if self.rule:
             text += f"\n  in rule {self.rule}"
+            if self.expression:
+                text += f", at `{self.expression}`"
         from overlog.printer import format_tuple, format_value
 
         if self.binding:

@@ -207,6 +207,7 @@ class Filter:
     op: str  # == != < <= > >=
     left: Expr
     right: Expr
+    span: Span | None = _span
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,6 +457,8 @@ def format_expr(expr: Expr, context: int = 0) -> str:
                     f"{format_expr(high)}{op[3]})")
         case Test(op=op, args=(left, right)):
             return f"({format_expr(left)} {op} {format_expr(right)})"
+        case Filter(op=op, left=left, right=right):  # (a body comparison, as written)
+            return f"{format_expr(left)} {op} {format_expr(right)}"
     raise TypeError(expr)
 
 

@@ -223,7 +223,7 @@ class _Builder:
                 self.ops.append(self.pending[heapq.heappop(ready["pending"])])
             while ready["filter"]:
                 c = self.items["filter"].pop(heapq.heappop(ready["filter"]))
-                self.ops.append(p.Filter(op=c.op, left=self.terms.lower(c.left),
+                self.ops.append(p.Filter(op=c.op, span=c.span, left=self.terms.lower(c.left),
                                          right=self.terms.lower(c.right)))
             while ready["negation"]:
                 n = self.items["negation"].pop(heapq.heappop(ready["negation"]))

@@ -43,15 +43,18 @@ class InputFailure(Exception):
 
 class PlanFailure(Exception):
     """An expression failed while evaluating a plan: carries the cause (the exception the
-    expression raised, or that a user function raised) and the binding at that point, and
-    ``failures``: every seed whose work failed in the batch, as (seed, cause, binding)."""
+    expression raised, or that a user function raised), the binding at that point and the
+    expression that failed (``expr``, where the backend knows it), and ``failures``: every
+    seed whose work failed in the batch, as (seed, cause, binding, expression or None)."""
 
     def __init__(self, cause: BaseException, binding: dict[str, Any],
-                 failures: list[tuple[tuple, BaseException, dict[str, Any]]] | None = None):
+                 failures: list[tuple[tuple, BaseException, dict[str, Any], Any]] | None = None,
+                 expr: Any = None):
         super().__init__(str(cause))
         self.cause = cause
         self.binding = binding
         self.failures = failures or []
+        self.expr = expr
 
 
 class Overflow(Exception):
@@ -68,7 +71,8 @@ class FunctionError(Exception):
     that only their errors, not every exception, count as the program's."""
 
     def __init__(self, name: str, cause: BaseException) -> None:
-        super().__init__(f"{name}: {cause}")
+        super().__init__(str(cause) if isinstance(cause, ValueFault) else
+                         f"{name} raised {type(cause).__name__}: {cause}")
         self.name = name
         self.cause = cause
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -210,17 +211,45 @@ def tostr(value: Any) -> str:
     return value if isinstance(value, str) else format_value(value)
 
 
+def _refused(name: str, wanted: str, *values: Any) -> ValueFault:
+    """The error of a function given values it does not take, in the engine's words:
+    "f_upper takes a string, not int 3"."""
+    given = " and ".join(f"{type_name(v)} {format_value(v)}" for v in values)
+    return ValueFault(f"{name} takes {wanted}, not {given}")
+
+
 def _list(name: str, value: Any) -> tuple:
-    if not isinstance(value, tuple):
-        raise TypeError(f"{name} expects a list, got {format_value(value)}")
+    if value.__class__ is not tuple:
+        raise _refused(name, "a list", value)
     return value
 
 
 def _nonempty(name: str, value: Any) -> tuple:
     items = _list(name, value)
     if not items:
-        raise ValueError(f"{name} of an empty list")
+        raise ValueFault(f"{name} of an empty list")
     return items
+
+
+def _string(name: str, value: Any) -> str:
+    if value.__class__ is not str:
+        raise _refused(name, "a string", value)
+    return value
+
+
+def _int(name: str, value: Any, what: str = "an int") -> int:
+    if value.__class__ not in _INTS:
+        raise _refused(name, what, value)
+    return int(value)
+
+
+def _finite(name: str, value: Any) -> Any:
+    """A number that is not infinite (the argument of a function giving an int)."""
+    if value.__class__ not in NUMBERS:
+        raise _refused(name, "a number", value)
+    if value.__class__ is not int and value.__class__ is not RingId and math.isinf(value):
+        raise ValueFault(f"{name} of {format_value(value)} is not an int")
+    return value
 
 
 def f_concat(*args: Any) -> Any:
@@ -230,9 +259,179 @@ def f_concat(*args: Any) -> Any:
 
 
 def f_size(value: Any) -> int:
-    if isinstance(value, (str, tuple)):
+    if value.__class__ is str or value.__class__ is tuple:
         return len(value)
-    raise TypeError(f"f_size expects a list or a string, got {format_value(value)}")
+    raise _refused("f_size", "a list or a string", value)
+
+
+# -- numbers -----------------------------------------------------------------------------------
+
+POW_BITS = 65536  # the largest int f_pow makes, in bits (as for `<<`)
+
+
+def f_abs(value: Any) -> Any:
+    if value.__class__ not in NUMBERS:
+        raise _refused("f_abs", "a number", value)
+    if value.__class__ is RingId:
+        return value
+    return abs(value) if value.__class__ is int else number(abs(value))
+
+
+def f_pow(base: Any, exponent: Any) -> Any:
+    """``base`` to the power ``exponent``: an int for ints with an exponent >= 0, else a
+    float (an overflow is an infinity, as for ``*``)."""
+    if base.__class__ not in NUMBERS or exponent.__class__ not in NUMBERS:
+        raise _refused("f_pow", "numbers", base, exponent)
+    if base.__class__ in _INTS and exponent.__class__ in _INTS and exponent >= 0:
+        base, exponent = int(base), int(exponent)
+        if abs(base) > 1 and (abs(base).bit_length() - 1) * exponent > POW_BITS:
+            raise ValueFault(f"f_pow({base}, {exponent}) is too large (the limit is "
+                             f"{POW_BITS} bits)")
+        return base**exponent
+    if not base and exponent < 0:
+        raise ZeroDivisionError("division by zero (0 to a negative power)")
+    try:
+        a, b = float(base), float(exponent)
+    except OverflowError:
+        raise ValueFault(f"f_pow of {type_name(base)} {format_value(base)}: too large for "
+                         "a float") from None
+    try:
+        return _result(math.pow(a, b), "^", base, exponent)
+    except ValueError:  # a negative base to a fraction
+        raise ValueFault(f"f_pow({format_value(base)}, {format_value(exponent)}) is not a "
+                         "number") from None
+    except OverflowError:
+        odd = b.is_integer() and b % 2 == 1
+        return number(-math.inf if a < 0 and odd else math.inf)
+
+
+def f_sqrt(value: Any) -> Any:
+    if value.__class__ not in NUMBERS:
+        raise _refused("f_sqrt", "a number", value)
+    if value < 0:
+        raise ValueFault(f"f_sqrt of a negative number ({format_value(value)})")
+    try:
+        return number(math.sqrt(value))
+    except OverflowError:
+        return number(math.sqrt(Fraction(value)))  # (an int past the largest float)
+
+
+def _decimal_round(value: Any, digits: int) -> Any:
+    import decimal
+
+    places = decimal.Decimal(1).scaleb(-digits)
+    context = decimal.Context(prec=800, rounding=decimal.ROUND_HALF_UP)
+    return decimal.Decimal(value).quantize(places, context=context)
+
+
+def f_round(value: Any, digits: Any = None) -> Any:
+    """The nearest int (halves away from zero); with ``digits``, rounded to that many
+    decimal places (left of the point when negative), of the type of ``value``."""
+    if digits is None:
+        value = _finite("f_round", value)
+        return value if value.__class__ in _INTS else int(_decimal_round(value, 0))
+    if value.__class__ not in NUMBERS:
+        raise _refused("f_round", "a number", value)
+    places = _int("f_round", digits, "an int number of digits")
+    if value.__class__ in _INTS:
+        return value if places >= 0 else int(_decimal_round(value, max(places, -800)))
+    if math.isinf(value) or places > 340:  # (past any digit a float has that matters)
+        return value
+    return number(float(_decimal_round(value, max(places, -400))))
+
+
+def f_floor(value: Any) -> int:
+    value = _finite("f_floor", value)
+    return int(value) if value.__class__ in _INTS else math.floor(value)
+
+
+def f_ceil(value: Any) -> int:
+    value = _finite("f_ceil", value)
+    return int(value) if value.__class__ in _INTS else math.ceil(value)
+
+
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_FLOAT_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
+                         r"|inf|infinity)\s*", re.IGNORECASE)
+
+
+def f_toint(value: Any) -> int:
+    """A number truncated toward zero, or the int a string writes (decimal digits)."""
+    if value.__class__ is str:
+        if not _INT_TEXT.fullmatch(value):
+            raise ValueFault(f"f_toint: {format_value(value)} is not an int")
+        return int(value)
+    value = _finite("f_toint", value)
+    return int(value)
+
+
+def f_tofloat(value: Any) -> Any:
+    """A number as a float, or the float a string writes."""
+    if value.__class__ is str:
+        if not _FLOAT_TEXT.fullmatch(value):
+            raise ValueFault(f"f_tofloat: {format_value(value)} is not a number")
+        return number(float(value))
+    if value.__class__ not in NUMBERS:
+        raise _refused("f_tofloat", "a number or a string", value)
+    try:
+        return number(float(value))
+    except OverflowError:
+        raise ValueFault(f"f_tofloat: {format_value(value)} is too large for a float") \
+            from None
+
+
+# -- strings -----------------------------------------------------------------------------------
+
+def f_strlen(value: Any) -> int:
+    return len(_string("f_strlen", value))
+
+
+def f_substr(text: Any, start: Any, length: Any = None) -> str:
+    """The part of ``text`` from position ``start`` (0-based), ``length`` characters long
+    (to the end without it; cut short by the end)."""
+    text = _string("f_substr", text)
+    first = _int("f_substr", start, "an int start")
+    if first < 0:
+        raise ValueFault(f"f_substr: the start must be 0 or more, not {first}")
+    if length is None:
+        return text[first:]
+    count = _int("f_substr", length, "an int length")
+    if count < 0:
+        raise ValueFault(f"f_substr: the length must be 0 or more, not {count}")
+    return text[first:first + count]
+
+
+def f_split(text: Any, separator: Any) -> tuple:
+    text, separator = _string("f_split", text), _string("f_split", separator)
+    if not separator:
+        raise ValueFault("f_split: the separator is empty")
+    return tuple(text.split(separator))
+
+
+def f_join(items: Any, separator: Any) -> str:
+    """The text of a list's items (each as f_tostr writes it) with ``separator`` between."""
+    return _string("f_join", separator).join(tostr(x) for x in _list("f_join", items))
+
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{\}|[{}]")
+
+
+def f_format(template: Any, *values: Any) -> str:
+    """``template`` with each ``{}`` replaced by the next value's text (as f_tostr writes
+    it); ``{{`` and ``}}`` stand for braces. Only ``{}``: no fields, no format specs."""
+    template = _string("f_format", template)
+    found = [m.group() for m in _PLACEHOLDER.finditer(template)]
+    holes = found.count("{}")
+    if "{" in found or "}" in found:
+        raise ValueFault("f_format: a lone brace in the format (write {} for a value, {{ "
+                         "and }} for braces)")
+    if holes != len(values):
+        raise ValueFault(f"f_format: the format has {holes} placeholder"
+                         f"{'s' if holes != 1 else ''} for {len(values)} value"
+                         f"{'s' if len(values) != 1 else ''}")
+    given = iter(values)
+    return _PLACEHOLDER.sub(
+        lambda m: tostr(next(given)) if m.group() == "{}" else m.group()[0], template)
 
 
 def make_functions(now: Callable[[], float], rng: random.Random,
@@ -321,6 +520,21 @@ def _canonical_functions(now: Callable[[], float], rng: random.Random) -> dict[s
         "f_car": lambda items: _nonempty("f_car", items)[0],
         "f_cdr": lambda items: _nonempty("f_cdr", items)[1:],
         "f_last": lambda items: _nonempty("f_last", items)[-1],
+        "f_abs": f_abs,
+        "f_pow": f_pow,
+        "f_sqrt": f_sqrt,
+        "f_round": f_round,
+        "f_floor": f_floor,
+        "f_ceil": f_ceil,
+        "f_toint": f_toint,
+        "f_tofloat": f_tofloat,
+        "f_strlen": f_strlen,
+        "f_substr": f_substr,
+        "f_upper": lambda text: _string("f_upper", text).upper(),
+        "f_lower": lambda text: _string("f_lower", text).lower(),
+        "f_split": f_split,
+        "f_join": f_join,
+        "f_format": f_format,
     }
 
 

@@ -28,7 +28,7 @@ from overlog.dialect import read_program
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import P2_MEANINGS
 from overlog.limits import recursion_room
-from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls
+from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls, format_expr
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -560,22 +560,28 @@ class Engine:
             return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
                 initial=self.step_count == 1), inputs)
         except EvaluationError as error:
-            drivers = [(error.source, row, self._step_error(code, message, error.rule, binding))
-                       for row, code, message, binding in error.failures]
+            drivers = [(error.source, row,
+                        self._step_error(code, message, error.rule, binding, expr))
+                       for row, code, message, binding, expr in error.failures]
             raise _Failure(self._step_error(error.code, error.message, error.rule,
-                                            error.binding), drivers) from error
+                                            error.binding, error.expr), drivers) from error
         except InputFailure as error:  # the input to blame is found by bisection
             raise _Failure(self._step_error("E308", str(error))) from error
 
     def _step_error(self, code: str, message: str, rule: RulePlan | None = None,
-                    binding: dict | None = None) -> StepError:
-        path, span = self.path, rule.span if rule else None
+                    binding: dict | None = None, expr: Any = None) -> StepError:
+        """The error of a failed step; located at the expression that failed (``expr``)
+        where the backend knows it, else at the rule."""
+        path = self.path
+        span = expr.span if expr is not None and expr.span is not None else \
+            rule.span if rule else None
         if span is not None and self.plan.checked is not None:  # (a line #include brought)
             path, line = self.plan.checked.source.where(span.line)
             span = Span(line, span.column, line + span.end_line - span.line, span.end_column)
         return StepError(code, message, step=self.step_count, time=self.now, path=path,
                          rule=_rule_name(rule) if rule else None, span=span,
-                         binding={name: python(value) for name, value in (binding or {}).items()})
+                         binding={name: python(value) for name, value in (binding or {}).items()},
+                         expression=format_expr(expr) if expr is not None else None)
 
     @staticmethod
     def _blame(failure: _Failure, inputs: list[tuple[str, str, Row]],
@@ -885,8 +891,9 @@ class Engine:
         try:
             return self.backend.values(fact.values)
         except PlanFailure as failure:
+            where = failure.expr.span if failure.expr is not None else None
             raise SemanticError([Diagnostic(
-                "E225", f"cannot evaluate fact: {failure.cause}", fact.span)],
+                "E225", f"cannot evaluate fact: {failure.cause}", where or fact.span)],
                 self.plan.checked.source) from None
 
     def _bind_natives(self, natives: NativeResolver | None) -> None:

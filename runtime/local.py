@@ -19,10 +19,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
+import re
 import threading
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Mapping
+from functools import partial
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +82,9 @@ class LocalBackend:
         namespace = dict(gen.namespace)
         functions = guard_functions(self.functions, self.user)
         namespace.update({f"F_{name}": fn for name, fn in functions.items()})
+        namespace.update({site: namespace[target] for site, (target, _) in gen.sites.items()})
+        namespace["SITES"] = {**{site: node for site, (_, node) in gen.sites.items()},
+                              **gen.filters}
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]
         filename = f"<overlog plan {digest}>"
         with _lock:  # finalizers may run on any thread
@@ -109,27 +114,41 @@ class LocalBackend:
         try:
             with recursion_room():
                 return tuple(_value(e, functions) for e in exprs)
-        except EXPRESSION_ERRORS as error:
-            cause = error.cause if isinstance(error, FunctionError) else error
-            raise PlanFailure(cause, {}) from error
+        except _Failed as failed:
+            raise PlanFailure(failed.cause, {}, expr=failed.expr) from failed.cause
+
+
+class _Failed(Exception):
+    """An expression of a fact failed: ``expr`` is the innermost, ``cause`` what it raised."""
+
+    def __init__(self, expr: p.Expr, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.expr = expr
+        self.cause = cause
 
 
 def _value(expr: p.Expr, functions: Mapping[str, Callable]) -> Any:
-    """A ground expression's value, interpreted (facts: once each, no code to compile)."""
+    """A ground expression's value, interpreted (facts: once each, no code to compile).
+    Raises _Failed naming the expression that failed."""
     match expr:
         case p.Const(value=value):
             return value
-        case p.Arith(op=op, left=left, right=right):
-            return ARITHMETIC[op](_value(left, functions), _value(right, functions))
-        case p.Negate(operand=operand):
-            return negate(_value(operand, functions))
-        case p.Call(function=function, args=args):
-            return functions[function](*(_value(a, functions) for a in args))
         case p.MakeList(items=items):
             return tuple(_value(i, functions) for i in items)
         case p.Test(op=op, args=args):
-            return evaluate_test(op, args, lambda a: _value(a, functions))
-    raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
+            apply = partial(evaluate_test, op, args, lambda a: _value(a, functions))
+        case p.Arith(op=op, left=left, right=right):
+            apply = partial(ARITHMETIC[op], _value(left, functions), _value(right, functions))
+        case p.Negate(operand=operand):
+            apply = partial(negate, _value(operand, functions))
+        case p.Call(function=function, args=args):
+            apply = partial(functions[function], *(_value(a, functions) for a in args))
+        case _:
+            raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
+    try:
+        return apply()
+    except EXPRESSION_ERRORS as error:
+        raise _Failed(expr, error) from error
 
 
 _users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it
@@ -145,13 +164,36 @@ def _release(filename: str) -> None:
 
 
 def _failed(failures: list | None, error: BaseException, seed: tuple, local: dict[str, Any],
-            bindings: dict[int, tuple[tuple[str, str], ...]]) -> list:
-    """``failures`` (made on the first) with this seed's: (seed, cause, binding)."""
-    bound = bindings[error.__traceback__.tb_lineno]  # type: ignore[union-attr]
-    cause = error.cause if isinstance(error, FunctionError) else error
+            bindings: dict[int, tuple[tuple[str, str], ...]], sites: dict[str | int, Any],
+            ) -> list:
+    """``failures`` (made on the first) with this seed's: (seed, cause, binding, the
+    expression that failed or None)."""
+    tb = error.__traceback__
+    bound = bindings[tb.tb_lineno]  # type: ignore[union-attr]
     found = [] if failures is None else failures
-    found.append((seed, cause, {name: local[py] for py, name in bound}))
+    found.append((seed, error, {name: local[py] for py, name in bound},
+                  _failing_site(tb, sites)))
     return found
+
+
+_SITE = re.compile(r"_s\d+")
+
+
+def _failing_site(tb: Any, sites: dict[str | int, Any]) -> Any:
+    """The expression whose call raised: the generated code calls each expression that may
+    fail through a name of its own (``_Codegen.site``), and the traceback says which call
+    of the line was running (its columns, Python 3.11+); else the comparison the line
+    tests (``sites`` by line number), if it does."""
+    code = tb.tb_frame.f_code
+    positions = getattr(code, "co_positions", None)
+    if positions is not None:
+        line, _, column, _ = next(itertools.islice(positions(), tb.tb_lasti // 2, None),
+                                  (None,) * 4)
+        if line is not None and column is not None:
+            found = _SITE.match(linecache.getline(code.co_filename, line), column)
+            if found:
+                return sites[found.group()]
+    return sites.get(tb.tb_lineno)
 
 
 def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
@@ -209,11 +251,14 @@ class _Codegen:
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
         self.locals: dict[tuple, str] = {}
         self.vars: dict[str, str] = {}  # plan variable -> Python local
-        self.lines: list[tuple[str, tuple[str, ...] | None]] = []
+        # the loops' lines, each with what a failure on it reports (``emit_line``)
+        self.lines: list[tuple[str, tuple[tuple[str, ...], p.Filter | None] | None]] = []
         self.bound: list[str] = []  # plan variables bound so far, in order
         self.depth = 0
         self.counter = 0
         self.checked = False  # writing the variant that skips excluded (delta) rows
+        self.sites: dict[str, tuple[str, p.Expr]] = {}  # call name -> (callee, expression)
+        self.filters: dict[int, p.Filter] = {}  # line -> the comparison it tests
 
     def name(self, prefix: str) -> str:
         self.counter += 1
@@ -259,6 +304,15 @@ class _Codegen:
     def excluded(self, relation: str) -> str:
         return self.local(("excluded", relation), "dx", f"exclude.get({relation!r}, EMPTY)")
 
+    def site(self, callee: str, node: p.Expr) -> str:
+        """The name through which the code calls ``callee`` for the expression ``node``:
+        one of its own, so that a failure can name the expression (``_failing_site``)."""
+        if node.span is None:
+            return callee
+        name = f"_s{len(self.sites)}"
+        self.sites[name] = (callee, node)
+        return name
+
     def expr(self, term: p.Expr) -> str:
         """Python for an expression. A subexpression nested deeper than HOIST goes on a line
         of its own, into a temporary (Python refuses deeply nested source)."""
@@ -275,13 +329,15 @@ class _Codegen:
                 return self.const(value), 0
             case p.Arith(op=op, left=left, right=right):
                 (a, da), (b, db) = self._expr(left), self._expr(right)
-                text, depth = self.arith(op, ((left, a), (right, b))), max(da, db) + 1
+                text = self.arith(op, ((left, a), (right, b)), term)
+                depth = max(da, db) + 1
             case p.Negate(operand=operand):
                 text, depth = self._expr(operand)
-                text, depth = self.arith("-", ((operand, text),)), depth + 1
+                text, depth = self.arith("-", ((operand, text),), term), depth + 1
             case p.Call(function=function, args=args):
                 parts = [self._expr(a) for a in args]
-                text = f"F_{function}({', '.join(part for part, _ in parts)})"
+                text = f"{self.site(f'F_{function}', term)}" \
+                    f"({', '.join(part for part, _ in parts)})"
                 depth = max((d for _, d in parts), default=0) + 1
             case p.MakeList(items=items):
                 parts = [self._expr(i) for i in items]
@@ -292,17 +348,19 @@ class _Codegen:
                 texts = [part for part, _ in parts]
                 depth = max(d for _, d in parts) + 1
                 if op in ("&&", "||"):  # Python's `and`/`or`: the second only if needed
-                    word = "and" if op == "&&" else "or"
-                    text = (f"(TRUE if _truth({texts[0]}, {op!r}) {word} "
-                            f"_truth({texts[1]}, {op!r}) else FALSE)")
+                    word, truth_ = "and" if op == "&&" else "or", self.site("_truth", term)
+                    text = (f"(TRUE if {truth_}({texts[0]}, {op!r}) {word} "
+                            f"{truth_}({texts[1]}, {op!r}) else FALSE)")
                 elif op == "!":
-                    text = f"(FALSE if _truth({texts[0]}, '!') else TRUE)"
+                    text = f"(FALSE if {self.site('_truth', term)}({texts[0]}, '!') else TRUE)"
                 elif op in COMPARE:
-                    text = f"_cmp{list(COMPARE).index(op)}({texts[0]}, {texts[1]})"
+                    compare = self.site(f"_cmp{list(COMPARE).index(op)}", term)
+                    text = f"{compare}({texts[0]}, {texts[1]})"
                 elif op == "type":
-                    text = f"_typed({', '.join(texts)})"
+                    text = f"{self.site('_typed', term)}({', '.join(texts)})"
                 else:
-                    text = f"_in_range({texts[0]}, {texts[1]}, {texts[2]}, {op[2:]!r})"
+                    text = (f"{self.site('_in_range', term)}({texts[0]}, {texts[1]}, "
+                            f"{texts[2]}, {op[2:]!r})")
             case _:
                 raise TypeError(f"cannot evaluate {term!r}")
         if depth > HOIST:
@@ -311,11 +369,11 @@ class _Codegen:
             return temp, 0
         return text, depth
 
-    def arith(self, op: str, operands: tuple[tuple[p.Expr, str], ...]) -> str:
+    def arith(self, op: str, operands: tuple[tuple[p.Expr, str], ...], node: p.Expr) -> str:
         """Python for an operator (one operand: negation): int with int inline, anything
         else through the helper that gives it Overlog's meaning (``runtime/builtins.py``).
         An operand that is not a variable or a literal is evaluated once, into a temporary."""
-        helper = "_neg" if len(operands) == 1 else _HELPERS[op]
+        helper = self.site("_neg" if len(operands) == 1 else _HELPERS[op], node)
         if op in ("/", "%", "<<", ">>") or any(
                 isinstance(term, p.Const) and term.value.__class__ is not int
                 for term, _ in operands):
@@ -343,12 +401,14 @@ class _Codegen:
     def key_expr(self, terms: tuple[p.Expr, ...]) -> str:
         return self.expr(terms[0]) if len(terms) == 1 else self.tuple_expr(terms)
 
-    def emit_line(self, text: str, evaluates: bool = False) -> None:
+    def emit_line(self, text: str, evaluates: bool = False,
+                  node: p.Filter | None = None) -> None:
         """A line of the loops; ``evaluates`` marks one that evaluates an expression (an
         error raised elsewhere is the engine's, not the program's): the variables bound
-        there are what a failure on it reports."""
+        there are what a failure on it reports, with the comparison it tests (``node``) as
+        the expression that failed when no call on the line did."""
         self.lines.append(("    " * self.depth + text,
-                           tuple(self.bound) if evaluates else None))
+                           (tuple(self.bound), node) if evaluates else None))
 
     def unpack(self, arity: int, binds: p.Columns) -> tuple[str, list[str]]:
         """The target unpacking a row into the bound variables, and each column's name."""
@@ -459,7 +519,7 @@ class _Codegen:
                     self.antijoin(op)
                 case p.Filter(op=cmp, left=left, right=right):
                     self.emit_line(f"if not ({self.expr(left)} {cmp} "
-                                   f"{self.expr(right)}): continue", True)
+                                   f"{self.expr(right)}): continue", True, op)
                 case p.Let(var=var, expr=expr):
                     self.emit_line(f"{self.var(var)} = {self.expr(expr)}", True)
                     self.bound.append(var)
@@ -479,7 +539,8 @@ class _Codegen:
         self.emit_line("except EXPRESSION_ERRORS as _e:")
         self.emit_line("    if _e.__traceback__.tb_lineno not in BINDINGS:")
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
-        self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS)")
+        self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS, "
+                       "SITES)")
         self.emit_line("if len(out) > cap: raise Overflow(len(out))")
 
     def next_stage(self) -> None:
@@ -534,12 +595,15 @@ class _Codegen:
                 *self.prologue]
         # by line number in the source: the user variables bound where an expression is
         # evaluated, as (Python local, name) pairs
+        evaluating = [(len(head) + i + 1, reports) for i, (_, reports) in enumerate(body)
+                      if reports is not None]
         self.namespace["BINDINGS"] = {
-            len(head) + i + 1: tuple((self.vars[v], v) for v in bound if not v.startswith("#"))
-            for i, (_, bound) in enumerate(body) if bound is not None}
+            line: tuple((self.vars[v], v) for v in bound if not v.startswith("#"))
+            for line, (bound, _) in evaluating}
+        self.filters = {line: node for line, (_, node) in evaluating if node is not None}
         return "\n".join([
             *head, *(line for line, _ in body),
             "    if failures:",
-            "        raise PlanFailure(failures[0][1], failures[0][2], failures) "
-            "from failures[0][1]",
+            "        raise PlanFailure(failures[0][1], failures[0][2], failures, "
+            "expr=failures[0][3]) from failures[0][1]",
             f"    return {result}", ""])

@@ -28,7 +28,15 @@ from typing import Any, Protocol
 from overlog import plan as p
 from overlog.limits import MAX_ROUNDS, MAX_TUPLES
 from overlog.printer import format_tuple
-from overlog.runtime.backend import UNCAPPED, Backend, Evaluator, Overflow, PlanFailure, Row
+from overlog.runtime.backend import (
+    UNCAPPED,
+    Backend,
+    Evaluator,
+    FunctionError,
+    Overflow,
+    PlanFailure,
+    Row,
+)
 from overlog.runtime.builtins import ValueFault
 from overlog.values import IntFloat, comparison_error, type_name
 
@@ -37,14 +45,15 @@ NOTHING: Mapping[str, Set[Row]] = {}
 
 class EvaluationError(Exception):
     """A rule failed while evaluating: carries the runtime error code (E301 evaluation, E302
-    division by zero, E303 key conflict of a derived row, E307 step limit), the rule and
-    its binding. When the plan was driven
-    by rows of a relation (``source``), ``failures`` holds every failing one of the batch
-    with its own (code, message, binding): the inputs to blame."""
+    division by zero, E303 key conflict of a derived row, E307 step limit), the rule, its
+    binding and the expression that failed (where known). When the plan was driven by rows
+    of a relation (``source``), ``failures`` holds every failing one of the batch with its
+    own (code, message, binding, expression): the inputs to blame."""
 
     def __init__(self, code: str, rule: p.RulePlan, message: str,
                  binding: dict[str, Any] | None = None, source: str | None = None,
-                 failures: list[tuple[tuple, str, str, dict[str, Any]]] | None = None):
+                 failures: list[tuple[tuple, str, str, dict[str, Any], Any]] | None = None,
+                 expr: p.Expr | None = None):
         super().__init__(message)
         self.code = code
         self.rule = rule
@@ -52,13 +61,14 @@ class EvaluationError(Exception):
         self.binding = binding or {}
         self.source = source
         self.failures = failures or []
+        self.expr = expr
 
 
 def _described(cause: BaseException) -> tuple[str, str]:
     """The code and message of what an expression raised."""
     if isinstance(cause, ZeroDivisionError):
         return "E302", str(cause)
-    if isinstance(cause, ValueFault):
+    if isinstance(cause, (ValueFault, FunctionError)):  # (the latter: a user function's)
         return "E301", str(cause)
     if isinstance(cause, TypeError):
         unordered = comparison_error(str(cause))
@@ -172,10 +182,11 @@ class _Rule:
                 f"{overflow.rows:,} from one evaluation)") from None
         except PlanFailure as failure:
             code, message = _described(failure.cause)
-            failures = [(seed_row, *_described(cause), binding)
-                        for seed_row, cause, binding in failure.failures]
+            failures = [(seed_row, *_described(cause), binding, expr)
+                        for seed_row, cause, binding, expr in failure.failures]
             raise EvaluationError(code, self.plan, message, failure.binding, source,
-                                  failures if source else None) from failure.cause
+                                  failures if source else None, failure.expr) \
+                from failure.cause
 
     def rederive_seeds(self, rows: set[Row]) -> Iterable[tuple]:
         """The rederivation plan's seeds for head rows (the rows themselves when the head

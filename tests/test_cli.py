@@ -203,8 +203,8 @@ def test_a_step_failing_without_inputs_ends(tmp_path: Path) -> None:
     for extra in ([], ["--steps", "1"]):
         result = overlog("run", "div.olg", *extra, cwd=tmp_path)
         assert result.returncode == 3
-        assert result.stderr == ("div.olg:1:1: error[E302]: step 1 (time 0): division by "
-                                 "zero\n  in rule 1\n")
+        assert result.stderr == ("div.olg:1:14: error[E302]: step 1 (time 0): division by "
+                                 "zero\n  in rule 1, at `1 / 0`\n")
         assert result.stdout == "p (0 rows)\n"
 
 
@@ -415,8 +415,8 @@ def test_a_program_from_stdin(tmp_path: Path) -> None:
     source = 'p(1).\nq(X) :- p(X), X > "a".\n'
     for command, expected_out, expected_err, expected_code in [
             (["run", "-"], "p (0 rows)\nq (0 rows)\n",
-             "<stdin>:2:1: error[E301]: step 1 (time 0): cannot compare int with string\n"
-             "  in rule 1\n  binding: X=1\n  quarantined input: p(1)\n", 3),
+             "<stdin>:2:15: error[E301]: step 1 (time 0): cannot compare int with string\n"
+             "  in rule 1, at `X > \"a\"`\n  binding: X=1\n  quarantined input: p(1)\n", 3),
             (["check", "-"], "-: ok (2 relations, 1 rule, 1 stratum)\n", "", 0)]:
         done = subprocess.run([sys.executable, "-m", "overlog", *command], cwd=tmp_path,
                               input=source, capture_output=True, text=True, timeout=60)

@@ -89,6 +89,12 @@ def _form(name: str, event: bool) -> str:
 NativesCheck = Callable[[str], "str | None"]  # "module:function" -> None, or what is wrong
 
 
+# the words of the language, which no relation may be named (E217); `in` is a word only
+# after an expression (`X in (A, B]`), and stays a name (`out[X] :- in[X].`)
+KEYWORDS = frozenset({"true", "false", "null", "infinity", "materialize", "keys", "watch",
+                      "delete", "notin"})
+
+
 def build_catalog(program: s.Program, natives: NativesCheck | None = None,
                   ) -> tuple[dict[str, Relation], list[Diagnostic]]:
     """The program's relations, in order of first appearance, and the errors found.
@@ -99,11 +105,13 @@ def build_catalog(program: s.Program, natives: NativesCheck | None = None,
     reported_reserved: set[str] = set()
 
     for use in _uses(program):
-        if use.name.startswith("f_") and use.name not in reported_reserved:
+        if (use.name.startswith("f_") or use.name in KEYWORDS) and \
+                use.name not in reported_reserved:
             reported_reserved.add(use.name)
+            why = "names starting with `f_` are functions" if use.name.startswith("f_") \
+                else "it is a word of the language"
             diagnostics.append(Diagnostic(
-                "E217", f"relation name `{use.name}` is reserved: names starting with `f_` "
-                "are functions", use.span))
+                "E217", f"relation name `{use.name}` is reserved: {why}", use.span))
             continue
         if use.name in (PERIODIC, ERROR):
             problems = _check_builtin_use(use)

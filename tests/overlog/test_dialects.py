@@ -569,7 +569,7 @@ def test_runtime_errors_in_included_files_name_them(tmp_path: Path) -> None:
                                      '#include "rt.inc"\n')
     code, _, err = run_cli(["run", "rt.olg"], tmp_path)
     assert code == 3
-    assert err.splitlines()[0] == "rt.inc:3:1: error[E302]: step 1 (time 0): division by zero"
+    assert err.splitlines()[0] == "rt.inc:3:20: error[E302]: step 1 (time 0): division by zero"
 
 
 def test_included_files_may_have_latin1_comments(tmp_path: Path) -> None:

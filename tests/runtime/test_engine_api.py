@@ -107,8 +107,8 @@ def test_failed_step_rolls_back_and_quarantines_only_the_bad_input() -> None:
     error = first.errors[0]
     assert (error.step, error.binding, error.quarantined) == (1, {"X": 1, "Y": 0},
                                                              (("event", "calc", (1, 0)),))
-    assert str(error) == ("c.olg:1:1: error[E302]: step 1 (time 0): division by zero\n"
-                          "  in rule 1\n  binding: X=1, Y=0\n"
+    assert str(error) == ("c.olg:1:32: error[E302]: step 1 (time 0): division by zero\n"
+                          "  in rule 1, at `X / Y`\n  binding: X=1, Y=0\n"
                           "  quarantined input: calc[1, 0]")
     eng.run()
     assert eng.rows("r") == [(9, 3, 3), (10, 2, 5)]

@@ -143,7 +143,7 @@ def test_a_user_function_that_raises_is_the_programs_error() -> None:
     eng.generate_event("q", (1,))
     report = eng.step()
     assert [(e.code, e.message, e.binding) for e in report.errors] == [
-        ("E301", "KeyError: 1", {"X": 1})]
+        ("E301", "f_lookup raised KeyError: 1", {"X": 1})]
 
 
 def test_a_bug_of_the_engine_surfaces_and_loses_nothing(monkeypatch) -> None:

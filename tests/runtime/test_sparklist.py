@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from overlog.runtime import sparklist
+from overlog.runtime.builtins import ValueFault
 from overlog.values import FALSE, TRUE, internal, same
 
 values = st.recursive(
@@ -59,6 +60,6 @@ def test_a_list_function_as_the_workers_run_it() -> None:
     assert sparklist.udf(sparklist.MAKE, "binary")(1.0, True, None) == sparklist.encode(
         (1.0, TRUE, None))
     assert sparklist.udf(sparklist.TOSTR, "string")(sparklist.encode((1, "a"))) == '[1, "a"]'
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(ValueFault) as caught:
         cons(1, 5)
-    assert str(caught.value) == "f_cons expects a list, got 5"
+    assert str(caught.value) == "f_cons takes a list, not int 5"
