@@ -7,6 +7,7 @@ This is the top layer: language <- runtime <- stdlib <- this module and the CLI.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,8 +16,10 @@ from overlog import csvio, parquetio
 from overlog.compile import NativeResolver
 from overlog.plan import ProgramPlan
 from overlog.runtime import engine as _engine
-from overlog.runtime.events import Handler
+from overlog.runtime.events import ANY, Handler, matches
+from overlog.runtime.report import HTML_ROWS, html_tables
 from overlog.stdlib import Natives, default_handlers
+from overlog.values import internal, python, same
 
 
 class Engine(_engine.Engine):
@@ -78,18 +81,91 @@ class Engine(_engine.Engine):
                 return found.count
         if hasattr(frame, "toArrow"):  # Spark
             columns = [column.to_pylist() for column in frame.toArrow().columns]
+        elif hasattr(frame, "column_names") and hasattr(frame, "to_pylist"):  # pyarrow
+            columns = [column.to_pylist() for column in frame.columns]
         elif hasattr(frame, "isna") and hasattr(frame, "columns"):  # pandas
             columns = [frame[name].astype(object).where(frame[name].notna(), None).tolist()
                        for name in frame.columns]
         else:
-            raise TypeError(f"insert_dataframe takes a Spark or pandas DataFrame, not "
-                            f"{type(frame).__name__}")
+            raise TypeError(f"insert_dataframe takes a Spark or pandas DataFrame or a "
+                            f"pyarrow Table, not {type(frame).__name__}")
         if len(columns) != rel.arity:
             raise ValueError(f"`{relation}` has {rel.arity} fields; the DataFrame has "
                              f"{len(columns)} columns")
         rows = [self._row(rel, row) for row in zip(*columns, strict=True)]
         self._queue(rel, rows)
         return len(rows)
+
+    def query(self, query: str, pattern: Sequence[Any] | None = None) -> list[tuple]:
+        """The rows of a relation that match, sorted. ``query`` names the relation, and
+        ``pattern`` is a tuple of values and ``ANY`` (None: every row); or ``query`` is an
+        atom as a rule body writes one, ``reach("a", X)``: values, variables and ``_``
+        (a variable written twice matches the same value twice). A relation held in Spark
+        or DuckDB is collected as ``rows`` does."""
+        equal: list[tuple[int, int]] = []
+        if pattern is None and not _NAME.fullmatch(query.strip()):
+            query, pattern, equal = _atom_pattern(query)
+        rel = self._relation(query.strip())
+        if pattern is not None:
+            if len(pattern) != rel.arity:
+                raise ValueError(f"`{rel.name}` has {rel.arity} fields; the pattern has "
+                                 f"{len(pattern)}")
+            pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
+        return [row for row in self.rows(rel.name) if matches(pattern, row)
+                and all(same(row[i], row[j]) for i, j in equal)]
+
+    def insert_many(self, relation: str, rows: Any) -> int:
+        """Queue inserts of many rows into a persistent relation: an iterable of tuples, or
+        a pandas DataFrame, a pyarrow Table or a Spark DataFrame (its columns in order as
+        the fields; see ``insert_dataframe``). Nothing is queued if any row is bad
+        (TypeError or ValueError). Returns how many."""
+        rel = self._persistent(relation)
+        if _is_frame(rows):
+            return self.insert_dataframe(relation, rows)
+        if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+            raise TypeError(f"insert_many takes rows (an iterable of tuples) or a DataFrame, "
+                            f"not {type(rows).__name__}")
+        checked = [self._row(rel, row) for row in rows]
+        self._queue(rel, checked)
+        return len(checked)
+
+    def to_pandas(self, relation: str, columns: Sequence[str] | None = None, *,
+                  max_rows: int | None = _engine.ROWS_LIMIT) -> Any:
+        """A relation's rows (sorted, as ``rows`` gives them) as a pandas DataFrame with
+        columns ``c0``, ``c1``, ... or ``columns``; values are Python's (a list a tuple),
+        in columns of dtype object unless all of one type. Needs pandas."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("to_pandas needs pandas: pip install pandas") from None
+        rel = self._relation(relation)
+        names = [f"c{i}" for i in range(rel.arity)] if columns is None else list(columns)
+        if len(names) != rel.arity:
+            raise ValueError(f"`{relation}` has {rel.arity} fields; {len(names)} column "
+                             "names given")
+        rows = self.rows(relation, max_rows=max_rows)
+        if not rows:
+            return pandas.DataFrame({name: pandas.Series([], dtype=object) for name in names})
+        return pandas.DataFrame.from_records(rows, columns=names)
+
+    def __repr__(self) -> str:
+        count = len(self.plan.relations)
+        return (f"<Engine {self.path}: {count} relation{'s' if count != 1 else ''}, step "
+                f"{self.step_count}, time {self.now:g}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: each relation's rows (the first ``HTML_ROWS``) as a table."""
+        return html_tables(f"{self.path}: step {self.step_count}, time {self.now:g}", [
+            (name, "event" if rel.event else "table", self.count(name) if not rel.event
+             else len(self.store.rows(name)),
+             self._preview(name))
+            for name, rel in self.plan.relations.items() if not rel.builtin])
+
+    def _preview(self, relation: str) -> list[tuple]:
+        holder = self.holder(relation)
+        if holder is not None and holder.held[relation] > HTML_ROWS:
+            return []  # (not collected to be shown)
+        return self.rows(relation)[:HTML_ROWS]
 
     def dataframe(self, relation: str) -> Any:
         """A persistent relation's rows now, as a Spark DataFrame with columns c0, c1, ...
@@ -117,6 +193,56 @@ class Engine(_engine.Engine):
             raise ValueError(f"`{relation}` cannot be a Spark DataFrame as it is: a list "
                              "value")
         return frame
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _is_frame(rows: Any) -> bool:
+    """A Spark or pandas DataFrame or a pyarrow Table."""
+    return hasattr(rows, "toArrow") or (hasattr(rows, "isna") and hasattr(rows, "columns")) \
+        or (hasattr(rows, "column_names") and hasattr(rows, "to_pylist"))
+
+
+def _atom_pattern(text: str) -> tuple[str, tuple, list[tuple[int, int]]]:
+    """A query atom's relation, pattern (values and ANY) and the pairs of fields a repeated
+    variable makes equal. ValueError for anything but one atom of values, variables and
+    ``_``."""
+    from overlog import syntax as s
+    from overlog.errors import CompileError
+    from overlog.parser import parse
+
+    try:
+        rules = parse(f"__query() :- {text.strip().removesuffix('?')}.", "<query>").rules
+    except CompileError:
+        rules = []
+    atom = rules[0].body[0] if len(rules) == 1 and len(rules[0].body) == 1 else None
+    if not isinstance(atom, s.Atom) or atom.locs:
+        raise ValueError(f"not a query: {text!r} (write an atom, such as reach(\"a\", X))")
+    pattern: list[Any] = []
+    first: dict[str, int] = {}
+    equal = []
+    for i, term in enumerate(atom.args):
+        if isinstance(term, s.Var):
+            pattern.append(ANY)
+            if term.name in first:
+                equal.append((first[term.name], i))
+            first.setdefault(term.name, i)
+        elif isinstance(term, s.Wildcard):
+            pattern.append(ANY)
+        else:
+            pattern.append(_constant(term, text))
+    return atom.name, tuple(pattern), equal
+
+
+def _constant(term: Any, text: str) -> Any:
+    from overlog import syntax as s
+
+    if isinstance(term, s.Const):
+        return term.value
+    if isinstance(term, s.ListExpr):
+        return tuple(_constant(item, text) for item in term.items)
+    raise ValueError(f"not a query: {text!r} (its arguments are values, variables and _)")
 
 
 def compile_program(source: str, path: str | None = None,

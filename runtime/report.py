@@ -66,6 +66,39 @@ class StepReport:
     def deleted(self) -> dict[str, list[Row]]:
         return self._all("deleted")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the step's errors, events and changes as tables."""
+        sections = [(name, kind, count, self.rows(kind, name)[:HTML_ROWS])
+                    for kind in ("events", "inserted", "deleted")
+                    for name, count in sorted(self.counts(kind).items())]
+        return html_tables(f"step {self.step}, time {self.time:g}", sections,
+                           [str(error) for error in self.errors])
+
+
+HTML_ROWS = 20  # rows of a relation an HTML view shows
+
+
+def html_tables(title: str, sections: list[tuple[str, str, int, list[Row]]],
+                errors: Iterable[str] = ()) -> str:
+    """An HTML view (Jupyter's ``_repr_html_``): a title, errors, and a table per
+    (relation, what, how many rows, the rows shown) section."""
+    from html import escape
+
+    from overlog.printer import format_value
+
+    parts = [f"<div class='overlog'><p><b>{escape(title)}</b></p>"]
+    parts += [f"<pre style='color: #b00'>{escape(error)}</pre>" for error in errors]
+    for name, what, count, rows in sections:
+        caption = f"{name} ({what}, {count:,} row{'s' if count != 1 else ''})"
+        parts.append(f"<table><caption style='text-align: left'>{escape(caption)}</caption>")
+        parts += ["<tr>" + "".join(f"<td>{escape(format_value(v))}</td>" for v in row)
+                  + "</tr>" for row in rows]
+        if count > len(rows):
+            parts.append(f"<tr><td>... {count - len(rows):,} more</td></tr>")
+        parts.append("</table>")
+    parts.append("</div>")
+    return "\n".join(parts)
+
 
 def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     """Rows in the total order of values, as the plain Python values users see."""

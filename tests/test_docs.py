@@ -56,3 +56,12 @@ def _python(term: object) -> object:
     if isinstance(term, overlog.syntax.ListExpr):  # type: ignore[attr-defined]
         return tuple(_python(item) for item in term.items)
     return term.value  # type: ignore[attr-defined]
+
+
+def test_the_api_reference_examples_run() -> None:
+    """docs/api.md: every example, as a doctest (exact output)."""
+    import doctest
+
+    failed, tried = doctest.testfile(str(DOCS / "api.md"), module_relative=False,
+                                     optionflags=doctest.ELLIPSIS, verbose=False)
+    assert (failed, tried > 30) == (0, True)

@@ -135,3 +135,68 @@ def test_a_bad_spark_threshold_is_refused(options, error) -> None:
     with pytest.raises(ValueError) as caught:
         overlog.Engine("p(1).\n", **options)
     assert str(caught.value) == error
+
+
+_TC = ('link("a", "b"). link("b", "c"). link("c", "c").\n'
+       "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n")
+
+
+def test_query_by_atom_or_by_pattern() -> None:
+    engine = overlog.Engine(_TC)
+    engine.step()
+    assert engine.query('reach("a", X)') == [("a", "b"), ("a", "c")]
+    assert engine.query("reach(X, X)?") == [("c", "c")]
+    assert engine.query('reach(_, "c")') == [("a", "c"), ("b", "c"), ("c", "c")]
+    assert engine.query("reach", ("b", overlog.ANY)) == [("b", "c")]
+    assert engine.query("reach") == engine.rows("reach")
+    assert engine.query("link([1], 2)") == []
+    for bad, error in [
+            ("reach(X + 1, Y)", "not a query: 'reach(X + 1, Y)' (its arguments are values, "
+                                "variables and _)"),
+            ("reach(@X, Y)", "not a query: 'reach(@X, Y)' (write an atom, such as "
+                             'reach("a", X))'),
+            ("reach(X, Y), link(X, Y)", "not a query: 'reach(X, Y), link(X, Y)' (write an "
+                                        'atom, such as reach("a", X))'),
+            ("reach(X)", "`reach` has 2 fields; the pattern has 1")]:
+        with pytest.raises(ValueError) as caught:
+            engine.query(bad)
+        assert str(caught.value) == error
+    with pytest.raises(KeyError, match="unknown relation `nope`"):
+        engine.query("nope(X)")
+
+
+def test_insert_many_takes_rows_or_frames_and_queues_all_or_nothing() -> None:
+    pandas = pytest.importorskip("pandas")
+    pyarrow = pytest.importorskip("pyarrow")
+    engine = overlog.Engine(_TC)
+    assert engine.insert_many("link", [("d", "e"), ["e", "f"]]) == 2
+    assert engine.insert_many("link", pandas.DataFrame({"s": ["x"], "d": [None]})) == 1
+    assert engine.insert_many("link", pyarrow.table({"s": ["p"], "d": [1]})) == 1
+    with pytest.raises(ValueError, match="`link` has 2 fields, got 1"):
+        engine.insert_many("link", [("g", "h"), ("i",)])
+    with pytest.raises(TypeError, match="insert_many takes rows"):
+        engine.insert_many("link", "ab")
+    engine.step()
+    assert engine.rows("link") == [("a", "b"), ("b", "c"), ("c", "c"), ("d", "e"),
+                                   ("e", "f"), ("p", 1), ("x", None)]
+
+
+def test_to_pandas_and_the_html_views() -> None:
+    pytest.importorskip("pandas")
+    engine = overlog.Engine(_TC + "ev[1, [2]].\n", "tc.olg")
+    report = engine.step()
+    frame = engine.to_pandas("reach", columns=["src", "dst"])
+    assert (list(frame.columns), frame.values.tolist()) == (
+        ["src", "dst"], [["a", "b"], ["a", "c"], ["b", "c"], ["c", "c"]])
+    assert list(engine.to_pandas("ev").columns) == ["c0", "c1"]
+    assert engine.to_pandas("ev").values.tolist() == [[1, (2,)]]
+    with pytest.raises(ValueError, match="`reach` has 2 fields; 1 column names given"):
+        engine.to_pandas("reach", ["x"])
+    assert repr(engine) == "<Engine tc.olg: 3 relations, step 1, time 0>"
+    html = report._repr_html_()
+    assert html.splitlines()[:4] == [
+        "<div class='overlog'><p><b>step 1, time 0</b></p>",
+        "<table><caption style='text-align: left'>ev (events, 1 row)</caption>",
+        "<tr><td>1</td><td>[2]</td></tr>", "</table>"]
+    assert "<caption style='text-align: left'>reach (table, 4 rows)</caption>" in \
+        engine._repr_html_()
