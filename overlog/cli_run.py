@@ -83,6 +83,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")
+    run.add_argument("--profile", action="store_true",
+                     help="where the time went, per rule and stratum, to stderr at the end")
+    run.add_argument("--profile-json", metavar="FILE",
+                     help="write that profile as JSON to FILE")
     run.add_argument("--max-tuples", type=int, default=MAX_TUPLES, metavar="N",
                      help=f"stop a step deriving more new tuples (default {MAX_TUPLES:,})")
     run.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, metavar="N",
@@ -269,6 +273,7 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if interrupted:
         err.write(f"interrupted: tables as of step {engine.step_count}\n")
     print_tables(engine, printer, args.print_tables, watched, err)
+    report_profiles(args, {None: engine}, err)
     if net is not None:
         from overlog.cli_net import counts
 
@@ -276,6 +281,22 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if args.output:
         write_output(engine, args.output, args.output_format)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
+
+
+def report_profiles(args: argparse.Namespace, engines: dict[str | None, Any],
+                    err: TextIO) -> None:
+    """--profile: each engine's profile on stderr (a node's lines prefixed with its name);
+    --profile-json: written to the file (several nodes: an object by node)."""
+    if args.profile:
+        for node, engine in engines.items():
+            text = engine.profile.format()
+            err.write(text if node is None else
+                      "".join(f"{node}: {line}\n" for line in text.splitlines()))
+    if args.profile_json is not None:
+        found = {node: engine.profile.as_json() for node, engine in engines.items()}
+        data = found.get(None, found)
+        with open(args.profile_json, "w", encoding="utf-8") as file:
+            file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def check_arguments(args: argparse.Namespace) -> dict[str, str]:
@@ -296,6 +317,10 @@ def check_arguments(args: argparse.Namespace) -> dict[str, str]:
             parquetio.require()
         except parquetio.ParquetError as error:
             raise UsageError(str(error)) from None
+    if args.profile_json is not None:
+        folder = os.path.dirname(args.profile_json) or "."
+        if not os.path.isdir(folder) or os.path.isdir(args.profile_json):
+            raise UsageError(f"--profile-json: cannot write {args.profile_json}")
     if args.steps is not None and args.steps < 0:
         raise UsageError("--steps must be >= 0")
     if args.until is not None and math.isnan(args.until):
@@ -333,6 +358,7 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
                         backend=args.backend, spark_master=args.spark_master or "local[2]",
                         spark_conf=spark_conf, spark_threshold=args.spark_threshold,
                         vector_threshold=args.vector_threshold,
+                        profile=args.profile or args.profile_json is not None,
                         **options)
     except CompileError as error:
         print(error.render(), file=err)

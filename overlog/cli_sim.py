@@ -19,6 +19,7 @@ from overlog.cli_run import (
     load_facts,
     make_engine,
     print_tables,
+    report_profiles,
     report_step,
     watch,
     write_output,
@@ -115,6 +116,7 @@ def run_nodes(args: argparse.Namespace, out: TextIO, err: TextIO,
         err.write(f"interrupted: tables as of time {network.clock.now():g}\n")
     for name, engine in engines.items():
         print_tables(engine, printers[name], args.print_tables, watched[name], err)
+    report_profiles(args, dict(engines), err)
     _counts(network, err)
     if args.output:
         for name, engine in engines.items():

@@ -34,6 +34,7 @@ from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
 from overlog.runtime.local import LocalBackend
+from overlog.runtime.profile import Profile
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import (
     MAX_ROUNDS,
@@ -129,7 +130,8 @@ class Engine:
                  max_tuples: int = MAX_TUPLES, max_rounds: int = MAX_ROUNDS,
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
-                 send_facts: bool | Callable[[Any], bool] = True) -> None:
+                 send_facts: bool | Callable[[Any], bool] = True,
+                 profile: bool = False) -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
         for name, value in (("max_tuples", max_tuples), ("max_rounds", max_rounds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -151,6 +153,8 @@ class Engine:
                                    dialect=dialect)
         self.plan = plan
         self.path = plan.path
+        # where the time goes, per rule and stratum (runtime/profile.py), if asked
+        self.profile: Profile | None = Profile.of(plan) if profile else None
         self.address = address
         self.clock = make_clock(clock)
         self.rng = random.Random(seed)
@@ -453,6 +457,8 @@ class Engine:
         self.now = max(self.now, self.clock.now())
         self.step_count += 1
         report = StepReport(self.step_count, self.now)
+        if self.profile is not None:
+            self.profile.step_started()
         self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
@@ -509,6 +515,8 @@ class Engine:
             self._callbacks(report, changes, sends, quarantined, failed)
         finally:
             store.end_step()  # the report keeps this step's change sets
+        if self.profile is not None:
+            self.profile.step_ended(None if failed else report.firings)
         return report
 
     def _callbacks(self, report: StepReport, changes: list, sends: list,
@@ -859,7 +867,8 @@ class Engine:
 
     def _start(self) -> Fixpoint:
         self._unknown_functions(self._functions, self.plan.calls)
-        return Fixpoint(self.plan, self.backend, self.limits, self.progress, self._offload)
+        return Fixpoint(self.plan, self.backend, self.limits, self.progress, self._offload,
+                        self.profile)
 
     def _load_facts(self, send: bool | Callable[[Any], bool]) -> None:
         """Queue the program's facts; those located at another address are sent there at

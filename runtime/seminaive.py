@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
 from functools import partial
+from time import perf_counter
 from typing import Any, Protocol
 
 from overlog import plan as p
@@ -38,6 +39,7 @@ from overlog.runtime.backend import (
     Row,
 )
 from overlog.runtime.builtins import ValueFault
+from overlog.runtime.profile import Profile, RuleStats, StratumStats
 from overlog.values import IntFloat, comparison_error, type_name
 
 NOTHING: Mapping[str, Set[Row]] = {}
@@ -130,6 +132,7 @@ class _Rule:
         self.budget = budget
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
         self.label = plan.label  # what its firings are counted under
+        self.stats: RuleStats | None = None  # profiled: where its time is added
         self.triggered_by = frozenset(t.relation for t in plan.triggers)
         self.reads = self.triggered_by | {plan.head}
         self.head = plan.head
@@ -173,6 +176,8 @@ class _Rule:
         Plans that derive the step's new tuples are capped by the tuple budget; plans that
         only find rows (groups to recompute, over-deletion, rederivation, sources) are
         not: their rows are not new tuples."""
+        stats = self.stats
+        start = perf_counter() if stats is not None else 0.0
         try:
             return evaluator(seed, exclude, self.budget.left if capped else UNCAPPED)
         except Overflow as overflow:
@@ -187,6 +192,10 @@ class _Rule:
             raise EvaluationError(code, self.plan, message, failure.binding, source,
                                   failures if source else None, failure.expr) \
                 from failure.cause
+        finally:
+            if stats is not None:
+                stats.seconds += perf_counter() - start
+                stats.evaluations += 1
 
     def rederive_seeds(self, rows: set[Row]) -> Iterable[tuple]:
         """The rederivation plan's seeds for head rows (the rows themselves when the head
@@ -416,7 +425,7 @@ class Fixpoint:
 
     def __init__(self, plan: p.ProgramPlan, backend: Backend, limits: Limits | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
-                 offload: Offload | None = None) -> None:
+                 offload: Offload | None = None, profile: Profile | None = None) -> None:
         self.store = backend.store
         self.offload = offload
         self.limits = limits or Limits()
@@ -503,6 +512,11 @@ class Fixpoint:
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
         self._moving: list[p.RulePlan] | None = None  # views that may move mid-evaluation
         self.initial = False  # the current step is the first: rules without atoms fire
+        self.profile = profile  # where time goes (runtime/profile.py), or None
+        self._rounds: StratumStats | None = None  # profiled: the stratum running
+        if profile is not None:
+            for rule in self.rules:
+                rule.stats = profile.rules[rule.plan.index]
 
     # -- one step -----------------------------------------------------------------------
 
@@ -516,12 +530,26 @@ class Fixpoint:
         self.budget.left = self.limits.max_tuples
         seconds = self.limits.step_seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
+        profile = self.profile
         for index, (views, events, aggregates) in enumerate(self.strata):
-            if index in self.monotone:
-                self._monotone(views, aggregates)
-            else:
-                self._stratum(views, events, aggregates)
-        return self._deferred()
+            if profile is not None:
+                self._rounds = stats = profile.strata[index]
+                start = perf_counter()
+            try:
+                if index in self.monotone:
+                    self._monotone(views, aggregates)
+                else:
+                    self._stratum(views, events, aggregates)
+            finally:
+                if profile is not None:
+                    stats.seconds += perf_counter() - start
+        if profile is None:
+            return self._deferred()
+        start = perf_counter()
+        try:
+            return self._deferred()
+        finally:
+            profile.strata[None].seconds += perf_counter() - start
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         """The step's changes so far to the relations ``rules`` read and write."""
@@ -1180,6 +1208,8 @@ class Fixpoint:
                 waiting[rule.head] = {}
         while True:
             rounds += 1
+            if self._rounds is not None:
+                self._rounds.rounds += 1
             if found is None:
                 found = {}
                 for rule in rules:
