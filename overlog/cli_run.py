@@ -134,7 +134,9 @@ def _json_value(value: Any) -> Any:
 class Printer:
     """Watched changes and final tables in one of the output formats; with ``node`` (a run
     of several nodes), each line says which node it is from: a ``"node"`` field first in
-    jsonl, a first column in csv, a prefix in text."""
+    jsonl, a first column in csv, a prefix in text. CSV has a header line (``header``) and
+    one layout for both kinds of line: ``step,time,table,op,field1,...`` where a final
+    table's rows have op ``final`` and the last step's number and time (docs/csv.md)."""
 
     def __init__(self, fmt: str, out: TextIO, node: str | None = None) -> None:
         self.fmt = fmt
@@ -158,7 +160,17 @@ class Printer:
             self.out.write(f"[{where}step {step} @{when:g}] "
                            f"{sign}{format_tuple(table, row, event)}\n")
 
-    def final(self, table: str, rows: list[tuple]) -> None:
+    def header(self, engines: Iterable[Any]) -> None:
+        """CSV's header line, with as many field columns as the widest relation has."""
+        if self.fmt != "csv":
+            return
+        width = max((rel.arity for engine in engines
+                     for rel in engine.plan.relations.values()), default=0)
+        names = ("node",) if self.node is not None else ()
+        names += ("step", "time", "table", "op", *(f"field{i}" for i in range(1, width + 1)))
+        self.out.write(",".join(names) + "\n")
+
+    def final(self, table: str, rows: list[tuple], step: int = 0, when: float = 0.0) -> None:
         """A table's rows, formatted a column at a time and written in large chunks."""
         if self.fmt == "jsonl":
             for row in rows:
@@ -168,7 +180,7 @@ class Printer:
             return
         columns = [list(map(itemgetter(i), rows)) for i in range(len(rows[0]))] if rows else []
         if self.fmt == "csv":
-            prefix = format_row((*self.cells, table))
+            prefix = format_row((*self.cells, step, when, table, "final"))
             lines = map(",".join, zip([prefix] * len(rows), *map(format_cells, columns),
                                       strict=True))
         else:
@@ -206,10 +218,11 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     elif args.peer or args.peers or args.secret_file:
         raise UsageError("--peer, --peers and --secret-file go with --listen (and "
                          "--secret-file with --nodes)")
-    options: dict[str, Any] = {}
-    if net is not None:
-        from overlog.stdlib import periodic
+    from overlog.stdlib import Loopback, periodic
 
+    loopback = Loopback()  # (alone: what is sent elsewhere is counted, and said)
+    options: dict[str, Any] = {"handlers": [periodic.install, loopback]}
+    if net is not None:
         options["handlers"] = [periodic.install]  # and the transport, below
         options["send_facts"] = False  # every node runs the program: each loads its own
     engine = make_engine(args, args.program, err, spark_conf, address=args.address,
@@ -222,7 +235,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         open_transport(net, engine)
     try:
-        return _run_node(args, engine, net, out, err)
+        return _run_node(args, engine, net, out, err, loopback)
     finally:
         if net is not None:
             from overlog.stdlib.net import drain
@@ -232,7 +245,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
-              err: TextIO) -> int:
+              err: TextIO, loopback: Any = None) -> int:
     from overlog.cli_net import advance, stopped_by_sigterm
 
     for name in args.print_tables:
@@ -241,6 +254,7 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if args.facts:
         load_facts(engine, args.facts, args.header, err)
     printer = Printer(args.format, out)
+    printer.header([engine])
     watched = watch(engine, printer, args.print_tables)
     failed = 0
     placed: set[str] = set()  # what was said of where strata run
@@ -278,6 +292,14 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
         from overlog.cli_net import counts
 
         counts(net, err)
+    elif loopback is not None and loopback.undeliverable:
+        from overlog.printer import format_value
+
+        where = ", ".join(map(format_value, sorted(loopback.addresses, key=str)))
+        print(f"overlog: note: {loopback.undeliverable:,} tuple"
+              f"{'s' if loopback.undeliverable != 1 else ''} sent to other addresses ({where}) "
+              "had nowhere to go: run the nodes together with --nodes, or each with --listen "
+              "(docs/distribution.md)", file=err)
     if args.output:
         write_output(engine, args.output, args.output_format)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
@@ -443,7 +465,7 @@ def print_tables(engine: Any, printer: Printer, asked: list[str], watched: list[
                   f"{holder.name}: not printed (--print {name} prints them; -D DIR writes "
                   "them)", file=err)
             continue
-        printer.final(name, engine.rows(name, max_rows=None))
+        printer.final(name, engine.rows(name, max_rows=None), engine.step_count, engine.now)
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -93,6 +93,7 @@ def run_nodes(args: argparse.Namespace, out: TextIO, err: TextIO,
         engines[name] = engine
         printers[name] = Printer(args.format, out, name)
         watched[name] = watch(engine, printers[name], args.print_tables)
+    next(iter(printers.values())).header(engines.values())  # (one, for every node)
     for table in args.print_tables:
         if not any(table in engine.plan.relations for engine in engines.values()):
             raise UsageError(f"--print names `{table}`, which no node's program has")

@@ -102,8 +102,10 @@ def test_run_csv_facts_in_and_out_with_define(tmp_path: Path) -> None:
     result = overlog("run", "prog.olg", "-F", "facts", "--header", "--define", "Limit=5",
                      "-D", "out", "--format", "csv", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == ('big,"007",20\nbig,alpha,10\n'
-                             'size,"007",20\nsize,alpha,10\nsize,beta,2.5\nsize,seed,1\n')
+    assert result.stdout == ('step,time,table,op,field1,field2\n'
+                             '1,0.0,big,final,"007",20\n1,0.0,big,final,alpha,10\n'
+                             '1,0.0,size,final,"007",20\n1,0.0,size,final,alpha,10\n'
+                             '1,0.0,size,final,beta,2.5\n1,0.0,size,final,seed,1\n')
     assert result.stderr == ("overlog: warning: facts/unknown.csv: the program has no "
                              "relation `unknown`; skipped\n")
     assert (tmp_path / "out" / "big.csv").read_text() == '"007",20\nalpha,10\n'
@@ -191,6 +193,7 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
                            "csv"], cwd=tmp_path, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as process:
         assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline() == "step,time,table,op,field1\n"
         assert process.stdout.readline() == "1,0.0,n,insert,0\n"
         process.stdout.close()
         stderr = process.stderr.read()
@@ -307,7 +310,8 @@ def test_big_integers_print_in_every_format(tmp_path: Path) -> None:
     digits = "9" * 5000
     (tmp_path / "big.olg").write_text(f"q({digits}).\n")
     for fmt, expected in (("jsonl", f'{{"table": "q", "row": [{digits}]}}\n'),
-                          ("csv", f"q,{digits}\n"), ("text", f"q (1 row)\n  {digits}\n")):
+                          ("csv", f"step,time,table,op,field1\n1,0.0,q,final,{digits}\n"),
+                          ("text", f"q (1 row)\n  {digits}\n")):
         result = overlog("run", "big.olg", "--format", fmt, "-D", "out", cwd=tmp_path)
         assert (result.returncode, result.stderr, result.stdout) == (0, "", expected)
         assert (tmp_path / "out" / "q.csv").read_text() == digits + "\n"
@@ -429,3 +433,13 @@ def test_print_of_an_event_relation_prints_its_events(tmp_path: Path) -> None:
     done = overlog("run", "e.olg", "--print", "out", "--print", "t", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (
         0, "[step 1 @0]  out[1]\n[step 1 @0]  out[2]\nt (2 rows)\n  1\n  2\n", "")
+
+
+def test_a_lone_node_says_what_it_could_not_send(tmp_path: Path) -> None:
+    (tmp_path / "ping.olg").write_text('link(@"n1", "n2").\nlink(@"n1", "n3").\n'
+                                       "ping[@Y, X] :- link(@X, Y).\n")
+    result = overlog("run", "ping.olg", "--address", "n1", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, 'link (2 rows)\n  "n1"  "n2"\n  "n1"  "n3"\n')
+    assert result.stderr == ('overlog: note: 2 tuples sent to other addresses ("n2", "n3") had '
+                             "nowhere to go: run the nodes together with --nodes, or each with "
+                             "--listen (docs/distribution.md)\n")

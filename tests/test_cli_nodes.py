@@ -44,7 +44,8 @@ def test_jsonl_lines_say_their_node(here: Path) -> None:
 def test_csv_and_text_say_their_node(here: Path) -> None:
     code, out, err = run_cli(["run", "ping.olg", "--nodes", "b,a", "--format", "csv",
                               "--steps", "3"], here)
-    assert (code, err, out) == (0, "", "b,3,1.0,ping,event,b,a,1\n"
+    assert (code, err, out) == (0, "", "node,step,time,table,op,field1,field2,field3,field4\n"
+                                       "b,3,1.0,ping,event,b,a,1\n"
                                        "a,3,1.0,ping,event,a,b,1\n")
     code, out, err = run_cli(["run", "ping.olg", "--nodes", "a,b", "--print", "got",
                               "--print", "link"], here)
@@ -89,14 +90,15 @@ def test_facts_per_node_or_placed_by_location(here: Path) -> None:
     code, out, err = run_cli(["run", "r.olg", "--nodes", "a,b", "-F", "flat", "--format",
                               "csv", "--print", "r"], here)
     assert (code, err) == (0, unfed)
-    assert out.splitlines() == ["a,r,a,1", "a,r,a,3", "b,r,b,2"]
+    assert out.splitlines() == ["node,step,time,table,op,field1,field2", "a,1,0.0,r,final,a,1",
+                                "a,1,0.0,r,final,a,3", "b,1,0.0,r,final,b,2"]
     for node, rows in (("a", '"a",5\n'), ("b", '"b",6\n')):
         (here / "per" / node).mkdir(parents=True)
         (here / "per" / node / "e.csv").write_text(rows)
     code, out, err = run_cli(["run", "r.olg", "--nodes", "a,b", "-F", "per", "--format",
                               "csv", "--print", "r", "-D", "out"], here)
     assert (code, err) == (0, unfed)
-    assert out.splitlines() == ["a,r,a,5", "b,r,b,6"]
+    assert out.splitlines()[1:] == ["a,1,0.0,r,final,a,5", "b,1,0.0,r,final,b,6"]
     assert (here / "out" / "a" / "r.csv").read_text() == "a,5\n"
     assert (here / "out" / "b" / "e.csv").read_text() == "b,6\n"
     (here / "flat" / "e.csv").write_text('"c",1\n')

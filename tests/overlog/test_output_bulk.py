@@ -60,4 +60,5 @@ def test_bulk_text_and_csv_are_row_by_row(rows) -> None:
     expected += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
                  .rstrip() for row in cells]
     assert text.getvalue() == "\n".join(expected) + "\n"
-    assert csv.getvalue() == "".join(format_row(("n1", "t", *row)) + "\n" for row in rows)
+    assert csv.getvalue() == "".join(format_row(("n1", 0, 0.0, "t", "final", *row)) + "\n"
+                                     for row in rows)
