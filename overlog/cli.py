@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="overlog", description="Check, explain and run Overlog programs.")
-    parser.add_argument("--version", action="version", version=f"overlog {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     check = commands.add_parser("check", help="check programs for errors")
     check.add_argument("programs", nargs="+", metavar="PROGRAM.olg",
@@ -50,6 +51,15 @@ def _parser() -> argparse.ArgumentParser:
     for command in (check, explain):
         add_program_arguments(command)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked (importlib.metadata costs a tenth of a second
+    of every start-up)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"overlog {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
