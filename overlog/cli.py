@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="render the dependency graph to an SVG file (runs Graphviz's dot)")
     run = commands.add_parser("run", help="run a program's timesteps")
     add_arguments(run)
+    repl = commands.add_parser(
+        "repl", help="an interactive session: add statements, query, step (docs/repl.md)")
+    repl.add_argument("program", nargs="?", metavar="PROGRAM.olg",
+                      help="the program to start with")
+    add_program_arguments(repl)
     for command in (check, explain):
         add_program_arguments(command)
     return parser
@@ -198,7 +203,17 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise _UsageError(str(error)) from None
 
 
-_COMMANDS = {"check": _check, "explain": _explain, "run": _run}
+def _repl(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from overlog.cli_run import UsageError
+    from overlog.repl import repl_command
+
+    try:
+        return repl_command(args, out, err)
+    except UsageError as error:
+        raise _UsageError(str(error)) from None
+
+
+_COMMANDS = {"check": _check, "explain": _explain, "run": _run, "repl": _repl}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,

@@ -83,6 +83,12 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark setting (repeatable)")
     run.add_argument("--trace", action="store_true", help="rule firings to stderr")
+    run.add_argument("--why", action="append", default=[], metavar="TUPLE",
+                     help="at the end, how a tuple came to be: its derivation tree "
+                     "(repeatable; e.g. --why 'reach(\"a\", \"d\")')")
+    run.add_argument("--why-not", action="append", default=[], metavar="TUPLE",
+                     help="at the end, why a tuple is not there: what each rule that could "
+                     "derive it lacks (repeatable)")
     run.add_argument("--profile", action="store_true",
                      help="where the time went, per rule and stratum, to stderr at the end")
     run.add_argument("--profile-json", metavar="FILE",
@@ -205,6 +211,9 @@ CHUNK = 65536  # lines written at once
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spark_conf = check_arguments(args)
     if args.nodes is not None or args.node:
+        if args.why or args.why_not:
+            raise UsageError("--why and --why-not explain one node's tuples: not with "
+                             "--nodes (run the node alone, or use Engine.why per node)")
         from overlog.cli_sim import run_nodes
 
         return run_nodes(args, out, err, spark_conf)
@@ -251,6 +260,9 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     for name in args.print_tables:
         if name not in engine.plan.relations:
             raise UsageError(f"--print names `{name}`, which the program does not have")
+    questions = [(flag, *question_tuple(engine, flag, text))
+                 for flag, texts in (("--why", args.why), ("--why-not", args.why_not))
+                 for text in texts]
     if args.facts:
         load_facts(engine, args.facts, args.header, err)
     printer = Printer(args.format, out)
@@ -287,6 +299,7 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if interrupted:
         err.write(f"interrupted: tables as of step {engine.step_count}\n")
     print_tables(engine, printer, args.print_tables, watched, err)
+    answer(engine, questions, out if args.format == "text" else err)
     report_profiles(args, {None: engine}, err)
     if net is not None:
         from overlog.cli_net import counts
@@ -303,6 +316,38 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
     if args.output:
         write_output(engine, args.output, args.output_format)
     return EXIT_INTERRUPTED if interrupted else 3 if failed else 0
+
+
+def question_tuple(engine: Any, flag: str, text: str) -> tuple[str, tuple]:
+    """The (relation, row) a --why or --why-not names, or a usage error."""
+    from overlog.api import _atom_pattern
+    from overlog.runtime.events import ANY
+
+    try:
+        relation, pattern, _ = _atom_pattern(text)
+    except ValueError as error:
+        raise UsageError(f"{flag}: {error}") from None
+    rel = engine.plan.relations.get(relation)
+    if rel is None:
+        raise UsageError(f"{flag} names `{relation}`, which the program does not have")
+    if any(value is ANY for value in pattern):
+        raise UsageError(f"{flag} takes a tuple of values, not a pattern: {text!r}")
+    if len(pattern) != rel.arity:
+        raise UsageError(f"{flag}: `{relation}` has {rel.arity} fields, not {len(pattern)}")
+    return relation, pattern
+
+
+def answer(engine: Any, questions: list[tuple[str, str, tuple]], out: TextIO) -> None:
+    """The explanations --why and --why-not asked for, after the run."""
+    for flag, relation, row in questions:
+        try:
+            found = [engine.why(relation, row)] if flag == "--why" else \
+                engine.why_not(relation, row)
+        except ValueError as error:
+            out.write(f"{flag}: {error}\n")
+            continue
+        out.write(f"{flag} {format_tuple(relation, row, engine.plan.relations[relation].event)}:"
+                  "\n" + "".join(x.format() for x in found))
 
 
 def report_profiles(args: argparse.Namespace, engines: dict[str | None, Any],
@@ -381,6 +426,7 @@ def make_engine(args: argparse.Namespace, path: str, err: TextIO, spark_conf: di
                         spark_conf=spark_conf, spark_threshold=args.spark_threshold,
                         vector_threshold=args.vector_threshold,
                         profile=args.profile or args.profile_json is not None,
+                        provenance=bool(args.why or args.why_not),
                         **options)
     except CompileError as error:
         print(error.render(), file=err)

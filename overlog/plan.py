@@ -385,6 +385,7 @@ class FactRowsPlan:
     location: int | None
     rows: tuple[tuple, ...]
     span: Span | None = _span  # the first fact's
+    lines: tuple[int, ...] = field(default=(), compare=False)  # each row's line, if known
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -516,6 +517,15 @@ def format_rule_plan(rule: RulePlan) -> str:
         lines.append(f"    {purpose}:")
         lines += [f"      {line}" for line in format_plan(plan).split("\n")]
     return "\n".join(lines)
+
+
+def where(plan: ProgramPlan, span: Span | int | None) -> str:
+    """``path:line`` of a span (or a line) of the program (a line an ``#include`` brought:
+    that file's)."""
+    if span is None or plan.checked is None:
+        return plan.path
+    path, line = plan.checked.source.where(span if isinstance(span, int) else span.line)
+    return f"{path}:{line}"
 
 
 def summary(plan: ProgramPlan) -> str:

@@ -456,7 +456,8 @@ def _fact_plan(fact: s.Fact | s.FactRows) -> p.FactPlan | p.FactRowsPlan:
     if isinstance(fact, s.FactRows):
         return p.FactRowsPlan(relation=fact.name, event=fact.event,
                               location=fact.locs[0] if fact.locs else None,
-                              rows=tuple(map(internal_row, fact.rows)), span=fact.span)
+                              rows=tuple(map(internal_row, fact.rows)), span=fact.span,
+                              lines=tuple(place[0] for place in fact.places))
     atom = fact.atom
     location = atom.locs[0] if atom.locs else None
     if fact.values_only:

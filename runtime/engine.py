@@ -17,7 +17,7 @@ import gc
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +28,23 @@ from overlog.dialect import read_program
 from overlog.errors import DeliveryError, SemanticError, StepError
 from overlog.functions import P2_MEANINGS
 from overlog.limits import recursion_room
-from overlog.plan import FactPlan, FactRowsPlan, ProgramPlan, RulePlan, expr_calls, format_expr
+from overlog.plan import (
+    FactPlan,
+    FactRowsPlan,
+    ProgramPlan,
+    RulePlan,
+    expr_calls,
+    format_expr,
+    where,
+)
+from overlog.printer import format_tuple
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.profile import Profile
+from overlog.runtime.provenance import Explainer, Explanation, Log
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import (
     MAX_ROUNDS,
@@ -131,7 +141,7 @@ class Engine:
                  step_timeout: float | None = None,
                  progress: Callable[[int, int, dict[str, int]], None] | None = None,
                  send_facts: bool | Callable[[Any], bool] = True,
-                 profile: bool = False) -> None:
+                 profile: bool = False, provenance: bool = False) -> None:
         self.user_functions: dict[str, Callable] = dict(functions or {})
         for name, value in (("max_tuples", max_tuples), ("max_rounds", max_rounds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -155,6 +165,11 @@ class Engine:
         self.path = plan.path
         # where the time goes, per rule and stratum (runtime/profile.py), if asked
         self.profile: Profile | None = Profile.of(plan) if profile else None
+        # what why() and why_not() read (runtime/provenance.py), if asked
+        self.provenance: Log | None = Log() if provenance else None
+        self._fact_where: dict[tuple[str, Row], str] = {}  # fact rows -> path:line
+        self._writes: list[tuple[RulePlan, Row]] = []  # the last attempt's deferred writes
+        self._explained: Explainer | None = None  # why()'s, until the next step
         self.address = address
         self.clock = make_clock(clock)
         self.rng = random.Random(seed)
@@ -379,6 +394,71 @@ class Engine:
             return sorted_rows(holder.collect(relation))
         return sorted_rows(self.store.rows(relation))
 
+    def why(self, relation: str, row: tuple) -> Explanation:
+        """How a tuple came to be (``Engine(provenance=True)``; docs/why.md): a tree of the
+        rules and bindings that derive it, down to the facts, inputs and events it rests
+        on, each with its step. A row of a persistent relation now, or an event of the
+        latest step that had it. ValueError for a tuple that is not there."""
+        rel = self._relation(relation)
+        log = self._log("why")
+        checked = self._row(rel, row)
+        shown = format_tuple(relation, python_row(checked), event=rel.event)
+        if rel.event:
+            steps = [step for step, events in log.events.items()
+                     if checked in events.get(relation, ())]
+            if not steps:
+                raise ValueError(f"{shown} was not an event of any step")
+            step = max(steps)
+        else:
+            if checked not in self._current(relation):
+                raise ValueError(f"{shown} is not in `{relation}` now (why-not says what "
+                                 "is missing)")
+            step = self.step_count
+        found = self._explainer(log).why(relation, checked, step)
+        if found is None:  # (a function whose value changed since: f_now, f_rand, ...)
+            return Explanation(relation, python_row(checked), rel.event, "missing",
+                               text=f"{shown}: no derivation found over the tables now")
+        return found
+
+    def why_not(self, relation: str, row: tuple) -> list[Explanation]:
+        """Why a tuple is not there (``Engine(provenance=True)``): for each rule that could
+        derive or write it, the first body atom (or condition) that no binding of the
+        closest kind gets past, with that binding. ValueError for a tuple that is there."""
+        rel = self._relation(relation)
+        log = self._log("why_not")
+        checked = self._row(rel, row)
+        shown = format_tuple(relation, python_row(checked), event=rel.event)
+        if not rel.event and checked in self._current(relation):
+            raise ValueError(f"{shown} is in `{relation}` (why explains it)")
+        found = self._explainer(log).why_not(relation, checked)
+        if not found:
+            found = [Explanation(relation, python_row(checked), rel.event, "missing",
+                                 text=f"no rule derives `{relation}`: only facts and "
+                                 "inputs put rows there")]
+        return found
+
+    def _log(self, what: str) -> Log:
+        if self.provenance is None:
+            raise ValueError(f"{what}() reads what the engine records with "
+                             "Engine(..., provenance=True)")
+        return self.provenance
+
+    def _current(self, relation: str) -> Set[Row]:
+        holder = self.holder(relation)
+        return set(holder.collect(relation)) if holder is not None else \
+            self.store.rows(relation)
+
+    def _explainer(self, log: Log) -> Explainer:
+        """The explainer of the tables as they are (kept until the next step: its indexes
+        serve every question until then)."""
+        kept = self._explained
+        if kept is None or kept.step != self.step_count:
+            kept = self._explained = Explainer(
+                self.plan, log, self.step_count, self._current, self._functions,
+                self._fact_where, lambda relation, key: None if self.holder(relation)
+                else self.store.tables[relation].indexes.get(key))
+        return kept
+
     def holder(self, relation: str) -> SparkStrata | VectorStrata | None:
         """Spark's or DuckDB's strata when ``relation`` lives there only (its rows are not
         in the store), else None."""
@@ -517,6 +597,15 @@ class Engine:
             store.end_step()  # the report keeps this step's change sets
         if self.profile is not None:
             self.profile.step_ended(None if failed else report.firings)
+        if self.provenance is not None:
+            raw = report._raw  # (the step's change sets, as the report keeps them)
+            thresholds = gc.get_threshold()  # (no full collections meanwhile: see above)
+            gc.set_threshold(thresholds[0], thresholds[1], 2**31 - 1)
+            try:
+                self.provenance.record(self.step_count, raw["events"], raw["inserted"],
+                                       raw["deleted"], inputs, self._writes if changes else [])
+            finally:
+                gc.set_threshold(*thresholds)
         return report
 
     def _callbacks(self, report: StepReport, changes: list, sends: list,
@@ -565,8 +654,9 @@ class Engine:
                 self._offload.begin_step()
             self._apply_inputs(inputs)
             self._pre_listeners(inputs)
-            return self._commit(self._fixpoint.run(  # type: ignore[union-attr]
-                initial=self.step_count == 1), inputs)
+            deferred = self._fixpoint.run(initial=self.step_count == 1)  # type: ignore[union-attr]
+            self._writes = deferred.writes
+            return self._commit(deferred, inputs)
         except EvaluationError as error:
             drivers = [(error.source, row,
                         self._step_error(code, message, error.rule, binding, expr))
@@ -879,6 +969,10 @@ class Engine:
             rows: Sequence[Row] = (fact.rows if isinstance(fact, FactRowsPlan) else
                                    (self._fact_row(fact),))
             location, relation = fact.location, fact.relation
+            if self.provenance is not None:
+                lines = getattr(fact, "lines", ()) or [fact.span] * len(rows)
+                self._fact_where.update(((relation, row), where(self.plan, line))
+                                        for row, line in zip(rows, lines, strict=True))
             if location is not None:
                 here = [row for row in rows if row[location] == self.address]
                 self._outbox += [Outbound(row[location], relation,

@@ -57,15 +57,8 @@ class Profile:
 
     @classmethod
     def of(cls, plan: p.ProgramPlan) -> Profile:
-        source = plan.checked.source if plan.checked is not None else None
-
-        def where(rule: p.RulePlan) -> str:
-            if rule.span is None or source is None:
-                return plan.path
-            path, line = source.where(rule.span.line)
-            return f"{path}:{line}"
-
-        rules = [RuleStats(r.label, r.text, where(r), r.stratum) for r in plan.rules]
+        rules = [RuleStats(r.label, r.text, p.where(plan, r.span), r.stratum)
+                 for r in plan.rules]
         strata: dict[int | None, StratumStats] = {
             s.index: StratumStats(s.index, tuple(s.relations)) for s in plan.strata}
         strata[None] = StratumStats(None, ())

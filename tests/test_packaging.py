@@ -19,6 +19,7 @@ import pytest
 ROOT = Path(__file__).parents[1]
 FOLDERS = {"overlog": "overlog", "runtime": "overlog.runtime", "stdlib": "overlog.stdlib"}
 API = {"overlog", "overlog.api", "overlog.cli", "overlog.cli_run", "overlog.cli_sim",
+       "overlog.repl",
        "overlog.cli_net", "overlog.__main__"}
 LAYERS = ["language", "runtime", "stdlib", "api"]
 
