@@ -242,6 +242,11 @@ class Engine:
         for handler in handlers:
             handler(self)
         self._bind_natives(natives)
+        if provenance:  # explanations read rows: Spark's and DuckDB's strata send them back
+            for offload in (self.spark, self.vector):
+                for name, rel in relations.items():
+                    if offload is not None and not rel.event:
+                        offload.keep_local(name, self.store)
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:

@@ -181,3 +181,13 @@ def test_the_cli_answers_why_and_why_not(tmp_path: Path) -> None:
              "alone, or use Engine.why per node)")]:
         done = run(*args)
         assert (done.returncode, done.stderr) == (2, f"overlog: error: {error}\n")
+
+
+def test_relations_duckdb_evaluates_are_explained_too() -> None:
+    pytest.importorskip("duckdb")
+    engine = overlog.Engine(_TC, "t.olg", provenance=True, backend="vector")
+    engine.run()
+    assert engine.holder("reach") is None  # (its rows come back to be explained)
+    assert [(n.relation, n.row) for n in _walk(engine.why("reach", ("b", "d")))] == [
+        ("reach", ("b", "d")), ("link", ("b", "c")), ("reach", ("c", "d")),
+        ("link", ("c", "d"))]
