@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from overlog import compile as _compile
@@ -16,10 +17,10 @@ from overlog import csvio, parquetio
 from overlog.compile import NativeResolver
 from overlog.plan import ProgramPlan
 from overlog.runtime import engine as _engine
-from overlog.runtime.events import ANY, Handler, matches
-from overlog.runtime.report import HTML_ROWS, html_tables
+from overlog.runtime.events import ANY, Handler
+from overlog.runtime.report import HTML_ROWS, first_rows, html_tables, sorted_rows
 from overlog.stdlib import Natives, default_handlers
-from overlog.values import internal, python, same
+from overlog.values import internal, internal_row
 
 
 class Engine(_engine.Engine):
@@ -106,13 +107,25 @@ class Engine(_engine.Engine):
         if pattern is None and not _NAME.fullmatch(query.strip()):
             query, pattern, equal = _atom_pattern(query)
         rel = self._relation(query.strip())
-        if pattern is not None:
-            if len(pattern) != rel.arity:
-                raise ValueError(f"`{rel.name}` has {rel.arity} fields; the pattern has "
-                                 f"{len(pattern)}")
-            pattern = tuple(v if v is ANY else python(internal(v)) for v in pattern)
-        return [row for row in self.rows(rel.name) if matches(pattern, row)
-                and all(same(row[i], row[j]) for i, j in equal)]
+        if pattern is None:
+            return self.rows(rel.name)
+        if len(pattern) != rel.arity:
+            raise ValueError(f"`{rel.name}` has {rel.arity} fields; the pattern has "
+                             f"{len(pattern)}")
+        wanted = [(i, internal(v)) for i, v in enumerate(pattern) if v is not ANY]
+        if self.holder(rel.name) is not None:  # (held elsewhere: collected as rows() does)
+            rows: Iterable[tuple] = map(internal_row, self.rows(rel.name))
+        else:
+            rows = self.store.rows(rel.name)
+        # matched before sorting, the values compared as the engine holds them (1, 1.0
+        # and true are three values)
+        if wanted:
+            key = itemgetter(*(i for i, _ in wanted))
+            target = wanted[0][1] if len(wanted) == 1 else tuple(v for _, v in wanted)
+            rows = [row for row in rows if key(row) == target]
+        if equal:
+            rows = [row for row in rows if all(row[i] == row[j] for i, j in equal)]
+        return sorted_rows(rows)
 
     def insert_many(self, relation: str, rows: Any) -> int:
         """Queue inserts of many rows into a persistent relation: an iterable of tuples, or
@@ -144,9 +157,9 @@ class Engine(_engine.Engine):
             raise ValueError(f"`{relation}` has {rel.arity} fields; {len(names)} column "
                              "names given")
         rows = self.rows(relation, max_rows=max_rows)
-        if not rows:
-            return pandas.DataFrame({name: pandas.Series([], dtype=object) for name in names})
-        return pandas.DataFrame.from_records(rows, columns=names)
+        columns = [[row[i] for row in rows] for i in range(rel.arity)]
+        return pandas.DataFrame({name: _series(pandas, column)
+                                 for name, column in zip(names, columns, strict=True)})
 
     def __repr__(self) -> str:
         count = len(self.plan.relations)
@@ -162,10 +175,12 @@ class Engine(_engine.Engine):
             for name, rel in self.plan.relations.items() if not rel.builtin])
 
     def _preview(self, relation: str) -> list[tuple]:
+        """The first HTML_ROWS rows, without sorting the relation."""
         holder = self.holder(relation)
-        if holder is not None and holder.held[relation] > HTML_ROWS:
-            return []  # (not collected to be shown)
-        return self.rows(relation)[:HTML_ROWS]
+        if holder is not None:  # (not collected to be shown, unless it is small)
+            return self.rows(relation)[:HTML_ROWS] if holder.held[relation] <= HTML_ROWS \
+                else []
+        return first_rows(self.store.rows(relation), HTML_ROWS)
 
     def dataframe(self, relation: str) -> Any:
         """A persistent relation's rows now, as a Spark DataFrame with columns c0, c1, ...
@@ -196,6 +211,19 @@ class Engine(_engine.Engine):
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _series(pandas: Any, values: list) -> Any:
+    """A DataFrame column of values as rows() gives them: of pandas' type for a column of
+    ints (that fit in 64 bits), floats, strings or booleans, else of objects (a null, a
+    list, an int too large, mixed types: each value as it is)."""
+    kinds = set(map(type, values))
+    if len(kinds) == 1:
+        kind = next(iter(kinds))
+        if kind in (float, str, bool) or (kind is int and all(
+                -2**63 <= v < 2**63 for v in values)):
+            return pandas.Series(values, dtype=None if kind is not str else object)
+    return pandas.Series(values, dtype=object)
 
 
 def _is_frame(rows: Any) -> bool:

@@ -309,6 +309,7 @@ class Session:
                                  for name, span in engine.plan.calls],
                                 engine.plan.checked.source)
         built = Built(engine, named(engine.plan.checked.source, origins(chunks)), [], False)
+        engine.source = built.source  # (explanations name lines as they were typed)
 
         def collect(report: Any) -> None:
             built.errors += [render_step_error(e, built.source) for e in report.errors]

@@ -284,17 +284,13 @@ def f_pow(base: Any, exponent: Any) -> Any:
         raise _refused("f_pow", "numbers", base, exponent)
     if base.__class__ in _INTS and exponent.__class__ in _INTS and exponent >= 0:
         base, exponent = int(base), int(exponent)
-        if abs(base) > 1 and (abs(base).bit_length() - 1) * exponent > POW_BITS:
+        if abs(base) > 1 and exponent * math.log2(abs(base)) >= POW_BITS:
             raise ValueFault(f"f_pow({base}, {exponent}) is too large (the limit is "
                              f"{POW_BITS} bits)")
         return base**exponent
     if not base and exponent < 0:
         raise ZeroDivisionError("division by zero (0 to a negative power)")
-    try:
-        a, b = float(base), float(exponent)
-    except OverflowError:
-        raise ValueFault(f"f_pow of {type_name(base)} {format_value(base)}: too large for "
-                         "a float") from None
+    a, b = _as_float(base), _as_float(exponent)  # (an int past the floats: infinite)
     try:
         return _result(math.pow(a, b), "^", base, exponent)
     except ValueError:  # a negative base to a fraction
@@ -305,15 +301,22 @@ def f_pow(base: Any, exponent: Any) -> Any:
         return number(-math.inf if a < 0 and odd else math.inf)
 
 
+def _as_float(value: Any) -> float:
+    """A number as a float; an int past the largest float as an infinity of its sign."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def f_sqrt(value: Any) -> Any:
     if value.__class__ not in NUMBERS:
         raise _refused("f_sqrt", "a number", value)
     if value < 0:
         raise ValueFault(f"f_sqrt of a negative number ({format_value(value)})")
-    try:
-        return number(math.sqrt(value))
-    except OverflowError:
-        return number(math.sqrt(Fraction(value)))  # (an int past the largest float)
+    if value.__class__ in _INTS and value.bit_length() > 1000:  # past the floats
+        return number(_as_float(math.isqrt(value)))
+    return number(math.sqrt(value))
 
 
 def _decimal_round(value: Any, digits: int) -> Any:
@@ -333,8 +336,12 @@ def f_round(value: Any, digits: Any = None) -> Any:
     if value.__class__ not in NUMBERS:
         raise _refused("f_round", "a number", value)
     places = _int("f_round", digits, "an int number of digits")
-    if value.__class__ in _INTS:
-        return value if places >= 0 else int(_decimal_round(value, max(places, -800)))
+    if value.__class__ in _INTS:  # (in ints: exact at any size)
+        if places >= 0:
+            return value
+        unit = 10 ** min(-places, len(str(abs(int(value)))) + 1)
+        rounded = (abs(int(value)) + unit // 2) // unit * unit
+        return rounded if value >= 0 else -rounded
     if math.isinf(value) or places > 340:  # (past any digit a float has that matters)
         return value
     return number(float(_decimal_round(value, max(places, -400))))

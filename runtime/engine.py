@@ -35,7 +35,6 @@ from overlog.plan import (
     RulePlan,
     expr_calls,
     format_expr,
-    where,
 )
 from overlog.printer import format_tuple
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
@@ -44,7 +43,7 @@ from overlog.runtime.clock import Clock, make_clock
 from overlog.runtime.events import ANY, EventQueue, Handler, Inbox, Listener, Outbound, matches
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.profile import Profile
-from overlog.runtime.provenance import Explainer, Explanation, Log
+from overlog.runtime.provenance import UNREPEATABLE, Explainer, Explanation, Log, unrepeatable
 from overlog.runtime.report import StepReport, sorted_rows, sorted_tuples
 from overlog.runtime.seminaive import (
     MAX_ROUNDS,
@@ -167,7 +166,10 @@ class Engine:
         self.profile: Profile | None = Profile.of(plan) if profile else None
         # what why() and why_not() read (runtime/provenance.py), if asked
         self.provenance: Log | None = Log() if provenance else None
-        self._fact_where: dict[tuple[str, Row], str] = {}  # fact rows -> path:line
+        self._fact_where: dict[tuple[str, Row], Any] = {}  # fact rows -> line (or span)
+        # the program's text and its lines' origins, as explanations name places (the REPL
+        # names the lines of its session)
+        self.source = plan.checked.source if plan.checked is not None else None
         self._writes: list[tuple[RulePlan, Row]] = []  # the last attempt's deferred writes
         self._explained: Explainer | None = None  # why()'s, until the next step
         self.address = address
@@ -419,7 +421,8 @@ class Engine:
                 raise ValueError(f"{shown} is not in `{relation}` now (why-not says what "
                                  "is missing)")
             step = self.step_count
-        found = self._explainer(log).why(relation, checked, step)
+        with recursion_room():  # (a derivation as deep as MAX_DEPTH)
+            found = self._explainer(log).why(relation, checked, step)
         if found is None:  # (a function whose value changed since: f_now, f_rand, ...)
             return Explanation(relation, python_row(checked), rel.event, "missing",
                                text=f"{shown}: no derivation found over the tables now")
@@ -435,12 +438,20 @@ class Engine:
         shown = format_tuple(relation, python_row(checked), event=rel.event)
         if not rel.event and checked in self._current(relation):
             raise ValueError(f"{shown} is in `{relation}` (why explains it)")
-        found = self._explainer(log).why_not(relation, checked)
+        with recursion_room():
+            found = self._explainer(log).why_not(relation, checked)
         if not found:
             found = [Explanation(relation, python_row(checked), rel.event, "missing",
                                  text=f"no rule derives `{relation}`: only facts and "
                                  "inputs put rows there")]
         return found
+
+    def _where(self, place: Any) -> str:
+        """``path:line`` of a line or span of the program, as ``source`` names it."""
+        if place is None or self.source is None:
+            return self.path
+        path, line = self.source.where(place if isinstance(place, int) else place.line)
+        return f"{path}:{line}"
 
     def _log(self, what: str) -> Log:
         if self.provenance is None:
@@ -458,9 +469,12 @@ class Engine:
         serve every question until then)."""
         kept = self._explained
         if kept is None or kept.step != self.step_count:
+            # functions that draw from the engine's generator would change what the program
+            # computes next: a binding calling one is not re-evaluated (no derivation)
+            functions = {**self._functions, **dict.fromkeys(UNREPEATABLE, unrepeatable)}
             kept = self._explained = Explainer(
-                self.plan, log, self.step_count, self._current, self._functions,
-                self._fact_where, lambda relation, key: None if self.holder(relation)
+                self.plan, log, self.step_count, self._current, functions, self._fact_where,
+                self._where, lambda relation, key: None if self.holder(relation)
                 else self.store.tables[relation].indexes.get(key))
         return kept
 
@@ -557,6 +571,7 @@ class Engine:
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         failed: list[StepError] = []  # failures no input can be blamed for
+        rolled_back = False  # the step does nothing: every attempt failed
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
         # runs a full collection, visiting every row of every table, each time they grow by
@@ -587,6 +602,8 @@ class Engine:
                     if not inputs:
                         failed.append(failure.error)
                     changes, sends = [], []
+                    self._fixpoint.firings.clear()  # (the failed attempt's) # type: ignore
+                    rolled_back = True
                     break
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
             store.abort_step()
@@ -601,7 +618,7 @@ class Engine:
         finally:
             store.end_step()  # the report keeps this step's change sets
         if self.profile is not None:
-            self.profile.step_ended(None if failed else report.firings)
+            self.profile.step_ended(None if rolled_back else self._fixpoint.firings)  # type: ignore[union-attr]
         if self.provenance is not None:
             raw = report._raw  # (the step's change sets, as the report keeps them)
             thresholds = gc.get_threshold()  # (no full collections meanwhile: see above)
@@ -617,7 +634,11 @@ class Engine:
                    quarantined: list[tuple[tuple[str, str, Row], StepError]],
                    failed: list[StepError]) -> None:
         """After commit: queue the changes for the next step, send, report, call back."""
-        report.firings = dict(self._fixpoint.firings)  # type: ignore[union-attr]
+        firings: dict[str, int] = {}  # by rule label (rules sharing a name: summed)
+        for rule, count in self._fixpoint.firings.items():  # type: ignore[union-attr]
+            label = self.plan.rules[rule].label if rule.__class__ is int else rule
+            firings[label] = firings.get(label, 0) + count  # type: ignore[index]
+        report.firings = firings
         spark = self.spark
         if spark is not None:  # relations held in Spark at the end: inputs first
             report.held = {name: change for name, change in spark.input_changes.items()
@@ -976,8 +997,8 @@ class Engine:
             location, relation = fact.location, fact.relation
             if self.provenance is not None:
                 lines = getattr(fact, "lines", ()) or [fact.span] * len(rows)
-                self._fact_where.update(((relation, row), where(self.plan, line))
-                                        for row, line in zip(rows, lines, strict=True))
+                self._fact_where.update(zip(((relation, row) for row in rows), lines,
+                                            strict=True))
             if location is not None:
                 here = [row for row in rows if row[location] == self.address]
                 self._outbox += [Outbound(row[location], relation,

@@ -16,6 +16,7 @@ anything else is a bug of the engine's and propagates as it is.
 
 from __future__ import annotations
 
+import dis
 import hashlib
 import itertools
 import linecache
@@ -84,7 +85,7 @@ class LocalBackend:
         namespace.update({f"F_{name}": fn for name, fn in functions.items()})
         namespace.update({site: namespace[target] for site, (target, _) in gen.sites.items()})
         namespace["SITES"] = {**{site: node for site, (_, node) in gen.sites.items()},
-                              **gen.filters}
+                              **gen.filters, "lines": source.splitlines()}
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]
         filename = f"<overlog plan {digest}>"
         with _lock:  # finalizers may run on any thread
@@ -177,20 +178,25 @@ def _failed(failures: list | None, error: BaseException, seed: tuple, local: dic
 
 
 _SITE = re.compile(r"_s\d+")
+_CACHE = dis.opmap.get("CACHE", -1)  # (Python 3.11+: inline caches after an instruction)
 
 
 def _failing_site(tb: Any, sites: dict[str | int, Any]) -> Any:
     """The expression whose call raised: the generated code calls each expression that may
     fail through a name of its own (``_Codegen.site``), and the traceback says which call
     of the line was running (its columns, Python 3.11+); else the comparison the line
-    tests (``sites`` by line number), if it does."""
+    tests (``sites`` by line number), if it does. ``sites["lines"]``: the code's lines."""
     code = tb.tb_frame.f_code
     positions = getattr(code, "co_positions", None)
-    if positions is not None:
+    ops, at = code.co_code, tb.tb_lasti
+    while at > 0 and ops[at] == _CACHE:  # (the instruction whose inline caches hold it)
+        at -= 2
+    # (a comparison inline, `_s3(X) > Y`, starts where the call on its left does)
+    if positions is not None and dis.opname[ops[at]].startswith("CALL"):
         line, _, column, _ = next(itertools.islice(positions(), tb.tb_lasti // 2, None),
                                   (None,) * 4)
         if line is not None and column is not None:
-            found = _SITE.match(linecache.getline(code.co_filename, line), column)
+            found = _SITE.match(sites["lines"][line - 1], column)
             if found:
                 return sites[found.group()]
     return sites.get(tb.tb_lineno)

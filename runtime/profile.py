@@ -12,11 +12,15 @@ not. Disabled (the default), nothing is timed.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
 from overlog import plan as p
+
+_OFFLOADED = re.compile(r"stratum (\d+) on ")  # the firings of a stratum Spark or DuckDB ran
 
 
 @dataclass(slots=True)
@@ -69,20 +73,23 @@ class Profile:
     def step_started(self) -> None:
         self._started = perf_counter()
 
-    def step_ended(self, firings: dict[str, int] | None) -> None:
-        """A step ended: committed with its firings (rule label -> new tuples), or failed
-        (None)."""
+    def step_ended(self, firings: Mapping[int | str, int] | None) -> None:
+        """A step ended: committed with its firings (rule index, or "stratum N on ..." for
+        a stratum Spark or DuckDB ran -> new tuples), or rolled back (None)."""
         self.seconds += perf_counter() - self._started
         if firings is None:
             self.failed += 1
             return
         self.steps += 1
-        by_label = {rule.label: rule for rule in self.rules}
-        for label, count in firings.items():
-            rule = by_label.get(label)
-            if rule is not None:
+        for key, count in firings.items():
+            if key.__class__ is int:
+                rule = self.rules[key]  # type: ignore[index]
                 rule.derived += count
                 self.strata[rule.stratum].derived += count
+            else:
+                found = _OFFLOADED.match(key)  # type: ignore[arg-type]
+                if found:
+                    self.strata[int(found.group(1))].derived += count
 
     # -- reading -------------------------------------------------------------------------
 

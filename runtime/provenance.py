@@ -29,7 +29,8 @@ from overlog.runtime.builtins import ARITHMETIC, COMPARE, evaluate_test, negate
 from overlog.values import python, python_row
 
 Row = tuple
-MAX_DEPTH = 10_000  # a derivation deeper than this is not searched for
+MAX_DEPTH = 2_000  # a derivation deeper than this is not searched for
+EXACT_DEPTH = 16  # searched depth by depth up to this; then in steps of half again
 SHOWN_BINDINGS = 3  # the bindings of an aggregate's group shown in its explanation
 FEW_CHANGES = 64  # a relation changed in as few steps is searched step by step, not indexed
 
@@ -227,6 +228,14 @@ class _Skip(Exception):
     """An expression failed for a binding: the binding does not match."""
 
 
+# functions whose values are draws from the engine's generator: not called again to explain
+UNREPEATABLE = ("f_rand", "f_drand", "f_coinFlip", "f_idgen", "f_rowid")
+
+
+def unrepeatable(*args: Any) -> Any:
+    raise ValueError("a random draw is not repeated to explain a tuple")
+
+
 def _value(expr: p.Expr, env: Mapping[str, Any], functions: Mapping[str, Callable]) -> Any:
     try:
         match expr:
@@ -337,12 +346,12 @@ class Explainer:
 
     def __init__(self, plan: p.ProgramPlan, log: Log, step: int,
                  current: Callable[[str], Any], functions: Mapping[str, Callable],
-                 facts: Mapping[tuple[str, Row], str],
+                 facts: Mapping[tuple[str, Row], Any], where: Callable[[Any], str],
                  indexes: Callable[[str, tuple[int, ...]], Mapping | None] | None = None,
                  ) -> None:
         """``current``: a relation's rows now (``indexes``: the store's index of a relation
-        on some columns, where it keeps one); ``facts``: where each fact's row is written
-        (path:line)."""
+        on some columns, where it keeps one); ``facts``: the line (or span) of each fact's
+        row, ``where`` a line's or span's name (path:line)."""
         self.plan = plan
         self.log = log
         self.step = step  # the last committed step
@@ -350,6 +359,7 @@ class Explainer:
         self.indexes = indexes
         self.functions = functions
         self.facts = facts
+        self.where = where
         self.events = {name for name, rel in plan.relations.items() if rel.event}
         # head relation -> the rules writing it, fixpoint ones and deferred ones apart
         self.rules: dict[str, list[p.RulePlan]] = defaultdict(list)
@@ -374,12 +384,16 @@ class Explainer:
     # -- why ---------------------------------------------------------------------------------
 
     def why(self, relation: str, row: Row, step: int) -> Explanation | None:
-        """The least deep derivation of ``row`` in ``relation`` during ``step``."""
-        for depth in range(1, MAX_DEPTH + 1):
+        """A derivation of ``row`` in ``relation`` during ``step``: the least deep, when it
+        is at most EXACT_DEPTH deep, else at most half again as deep as the least (a search
+        deepened one level at a time would cost the square of a long chain's length)."""
+        depth = 1
+        while depth <= MAX_DEPTH:
             self._grew = False
             found = self._prove(relation, row, step, depth)
             if found is not None or not self._grew:
                 return found
+            depth = depth + 1 if depth < EXACT_DEPTH else depth * 3 // 2
         return None
 
     def _prove(self, relation: str, row: Row, step: int, depth: int) -> Explanation | None:
@@ -394,9 +408,10 @@ class Explainer:
             if writer is not None:  # (an earlier step: the search ends)
                 return self._by_rule(writer, relation, row, born - 1, depth, "written")
             if (relation, row) in self.log.inputs.get(born, ()):
-                where = self.facts.get((relation, row)) if born == 1 else None
-                if where is not None:
-                    return Explanation(relation, python_row(row), False, "fact", where=where)
+                line = self.facts.get((relation, row)) if born == 1 else None
+                if line is not None:
+                    return Explanation(relation, python_row(row), False, "fact",
+                                       where=self.where(line))
                 return Explanation(relation, python_row(row), False, "input", born)
         if depth <= 0:
             self._grew = True  # (a deeper search may find it)
@@ -434,7 +449,7 @@ class Explainer:
                 children.append(child)
             else:
                 return Explanation(relation, python_row(row), event, how, step,
-                                   rule.label, rule.text, p.where(self.plan, rule.span),
+                                   rule.label, rule.text, self.where(rule.span),
                                    {k: python(v) for k, v in env.items()}, children)
         return None
 
@@ -450,19 +465,25 @@ class Explainer:
             seeds = self.state(step).rows(groups.driver.relation)
         else:
             seeds = ()
-        instances = [(env, used) for env, used, head in
-                     _bindings(groups, seeds, self.state(step), self.functions)
-                     if tuple(head[i] for i in aggregation.group) == key]
+        found = [(env, used, head) for env, used, head in
+                 _bindings(groups, seeds, self.state(step), self.functions)
+                 if tuple(head[i] for i in aggregation.group) == key]
+        # the bindings that give a min or max its value first (those are its reasons)
+        value = row[aggregation.position]
+        found.sort(key=lambda binding: aggregation.function in ("min", "max")
+                   and binding[2][aggregation.position] != value)
+        instances = [(env, used) for env, used, _ in found]
         if not instances and aggregation.function != "count":
             return None
         children = []
         for _, used in instances[:SHOWN_BINDINGS]:
             for body_relation, body_row in used:
                 child = self._prove(body_relation, body_row, step, depth - 1)
-                if child is not None:
-                    children.append(child)
+                if child is None:  # (not within this depth: a deeper search may find it)
+                    return None
+                children.append(child)
         return Explanation(relation, python_row(row), relation in self.events, "aggregate",
-                           step, rule.label, rule.text, p.where(self.plan, rule.span),
+                           step, rule.label, rule.text, self.where(rule.span),
                            children=children, count=len(instances))
 
     def _instances(self, rule: p.RulePlan, row: Row, state: _State,
@@ -489,14 +510,25 @@ class Explainer:
         """For each rule that could write ``row``: what its closest binding lacks."""
         state = self.state(self.step)
         found = []
-        for rule in [*self.rules.get(relation, ()), *self.deferred.get(relation, ())]:
+        writers = [rule for rule in self.deferred.get(relation, ()) if rule.kind != "delete"]
+        for rule in [*self.rules.get(relation, ()), *writers]:
             if rule.aggregation is not None:
-                at = p.where(self.plan, rule.span)
+                at = self.where(rule.span)
                 found.append(Explanation(
                     relation, python_row(row), relation in self.events, "missing",
                     rule=rule.label, where=at, text=f"{rule.label} ({at}): {rule.text}\n  "
                     "an aggregate: its row for this group holds another value, or the group "
                     "has no binding"))
+                continue
+            fixed = _head_constant(rule, row)
+            if fixed is not None:
+                at = self.where(rule.span)
+                column, value = fixed
+                found.append(Explanation(
+                    relation, python_row(row), relation in self.events, "missing",
+                    rule=rule.label, where=at, text=f"{rule.label} ({at}): {rule.text}\n  "
+                    f"its head writes {format_value(value)} in field {column + 1}, not "
+                    f"{format_value(row[column])}"))
                 continue
             reach = _Reach()
             heads = [head for _, _, head in self._instances(rule, row, state, reach)]
@@ -505,7 +537,7 @@ class Explainer:
 
     def _missing(self, rule: p.RulePlan, relation: str, row: Row, reach: _Reach,
                  heads: list[Row]) -> Explanation:
-        by = f"{rule.label} ({p.where(self.plan, rule.span)}): {rule.text}"
+        by = f"{rule.label} ({self.where(rule.span)}): {rule.text}"
         binding = {k: python(v) for k, v in reach.env.items()}
         blocked = reach.blocked
         if row in heads:
@@ -528,8 +560,19 @@ class Explainer:
                          for r, x in reach.used)
         text = f"{by}\n  {what}" + (f" (after {used})" if used else "")
         return Explanation(relation, python_row(row), relation in self.events, "missing",
-                           rule=rule.label, where=p.where(self.plan, rule.span), text=text,
+                           rule=rule.label, where=self.where(rule.span), text=text,
                            binding=binding)
+
+
+def _head_constant(rule: p.RulePlan, row: Row) -> tuple[int, Any] | None:
+    """A field the rule's head writes as a constant other than ``row``'s: (column, value)."""
+    plan = rule.rederive or next((t.insert for t in rule.triggers), None) or rule.start
+    if plan is None:
+        return None
+    for column, term in enumerate(plan.project.terms):
+        if isinstance(term, p.Const) and column < len(row) and term.value != row[column]:
+            return column, term.value
+    return None
 
 
 def _join_text(join: p.Join, arity: int, env: Mapping[str, Any],

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Set
+from collections.abc import Collection, Iterable, Set
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -76,6 +76,17 @@ class StepReport:
 
 
 HTML_ROWS = 20  # rows of a relation an HTML view shows
+
+
+def first_rows(rows: Collection[Row], count: int) -> list[Row]:
+    """``count`` rows to show, sorted: the first in the total order of values, or of a
+    relation past 10,000 rows, any (finding the first would cost a pass over them all)."""
+    import heapq
+
+    if len(rows) > 10_000:
+        return sorted_rows(itertools.islice(rows, count))
+    return sorted_rows(heapq.nsmallest(count, rows, key=lambda row: tuple(map(sort_key,
+                                                                                row))))
 
 
 def html_tables(title: str, sections: list[tuple[str, str, int, list[Row]]],

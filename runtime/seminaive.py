@@ -131,7 +131,8 @@ class _Rule:
         self.plan = plan
         self.budget = budget
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
-        self.label = plan.label  # what its firings are counted under
+        self.label = plan.label
+        self.index = plan.index  # what its firings are counted under
         self.stats: RuleStats | None = None  # profiled: where its time is added
         self.triggered_by = frozenset(t.relation for t in plan.triggers)
         self.reads = self.triggered_by | {plan.head}
@@ -505,8 +506,9 @@ class Fixpoint:
         # rows of each relation supported by aggregate groups (an aggregate row is derived,
         # and may also be derived by another rule)
         self.aggregate_support: dict[str, Counter] = defaultdict(Counter)
-        # new head tuples each rule derived in the current step (for --trace); reset per step
-        self.firings: defaultdict[str, int] = defaultdict(int)
+        # new head tuples each rule (by its index) derived in the current step, and each
+        # stratum an offload ran ("stratum N on DuckDB"): for --trace; reset per step
+        self.firings: defaultdict[int | str, int] = defaultdict(int)
         # rows over-deletion removed in the step (those rederived too): what deletions cost
         self.overdeleted_rows = 0
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
@@ -869,7 +871,7 @@ class Fixpoint:
                 self._add_derived(rule, row)
         else:
             store.add_many(head, new)
-        self.firings[rule.label] += len(new)
+        self.firings[rule.index] += len(new)
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         store = self.store
@@ -883,7 +885,7 @@ class Fixpoint:
             group = rule.aggregation.group  # type: ignore[union-attr]
             fresh = {tuple(row[i] for i in group): row for row in rule.run(
                 rule.every, store.rows(relation), source=relation, capped=False)}
-            self.firings[rule.label] += len(fresh)
+            self.firings[rule.index] += len(fresh)
             self._set_groups(rule, set(self.aggregate_state[rule.plan.index]) | set(fresh),
                              fresh)
             return
@@ -901,7 +903,7 @@ class Fixpoint:
         if not touched and not rule.zero:
             return
         fresh = rule.evaluate_groups(touched, store)
-        self.firings[rule.label] += len(fresh)
+        self.firings[rule.index] += len(fresh)
         head = rule.head
         if rule.head_event:
             rows = store.rows(head)
@@ -1232,13 +1234,13 @@ class Fixpoint:
                 if self.keyed[head]:
                     for row in rows:
                         if self._add_derived(rule, row):
-                            self.firings[rule.label] += 1
+                            self.firings[rule.index] += 1
                             delta.setdefault(head, set()).add(row)
                     continue
                 # another rule may have added some of these rows in this round
                 new = rows if rule.novel_only and head not in delta else \
                     rows - store.rows(head)
-                self.firings[rule.label] += len(new)
+                self.firings[rule.index] += len(new)
                 if new:
                     store.add_many(head, new)  # the store keeps ``new``: not mutated after
                     if head in delta:
@@ -1306,7 +1308,7 @@ class Fixpoint:
                 rows = [*fresh.values(), *rule.zero_rows(store, fresh)]
             if not rows:
                 continue
-            self.firings[rule.label] += len(rows)
+            self.firings[rule.index] += len(rows)
             if rule.plan.remote:
                 op = ("event" if rule.head_event else
                       "delete" if rule.plan.kind == "delete" else "insert")
@@ -1356,7 +1358,7 @@ class Fixpoint:
         rules.update(added)
         rules.subtract(gone)
         store.on_rollback(_forget_sent, (sent, rules, added, gone))
-        self.firings[rule.label] += len(added)
+        self.firings[rule.index] += len(added)
 
     def _on_new(self, rule: _Rule) -> list[Row]:
         """What a deferred rule derives from the step's new rows (and, at the first step,

@@ -364,9 +364,9 @@ def test_commands() -> None:
                                                   "error: unknown relation `nope`\n")
     assert run.lines(":explain")[0].startswith("program <repl>: 2 relations, 1 rule, ")
     assert run.lines(":why r(1)", ":whynot r(2)") == (
-        "r(1)  [written by rule 1 (<repl>:2) at step 1: r(X) :- ping[X].]  X=1\n"
+        "r(1)  [written by rule 1 (<repl>:1) at step 1: r(X) :- ping[X].]  X=1\n"
         "└─ ping[1]  [event at step 1]\n"
-        "rule 1 (<repl>:2): r(X) :- ping[X].\n  no binding of its body matches\n", "")
+        "rule 1 (<repl>:1): r(X) :- ping[X].\n  no binding of its body matches\n", "")
     assert run.lines(":why r(2)", ":whynot r(1)", ":why nope(1)") == ("", (
         "error: r(2) is not in `r` now (why-not says what is missing)\n"
         "error: r(1) is in `r` (why explains it)\n"

@@ -200,3 +200,13 @@ def test_to_pandas_and_the_html_views() -> None:
         "<tr><td>1</td><td>[2]</td></tr>", "</table>"]
     assert "<caption style='text-align: left'>reach (table, 4 rows)</caption>" in \
         engine._repr_html_()
+
+
+def test_to_pandas_keeps_the_values_types() -> None:
+    pytest.importorskip("pandas")
+    engine = overlog.Engine("q(1, 2). q(null, 3). q(f_pow(2, 70), 1). s(1.5). s(2).\n")
+    engine.step()
+    frame = engine.to_pandas("q")
+    assert [str(t) for t in frame.dtypes] == ["object", "int64"]
+    assert frame.values.tolist() == [[None, 3], [1, 2], [2**70, 1]]
+    assert [type(v) for v in engine.to_pandas("s")["c0"]] == [float, int]

@@ -92,3 +92,30 @@ def test_a_failing_fact_is_reported_at_its_expression() -> None:
         "t.olg:1:6: error[E225]: cannot evaluate fact: f_lower takes a string, not int 2\n"
         "  1 | q(1, f_lower(2) + 1).\n"
         "    |      ^^^^^^^^^^")
+
+
+@pytest.mark.parametrize(("expression", "value"), [
+    ("f_round(7 * f_pow(10, 850), -851) == f_pow(10, 851)", True),
+    ("f_round(f_pow(10, 900) + 1, -1) == f_pow(10, 900)", True),
+    ("f_round(-1250, -2)", -1300),
+    ("f_round(7, -900)", 0),
+    ("f_sqrt(f_pow(10, 400))", 1e200),
+    ("f_pow(0.5, f_pow(10, 400))", 0.0),
+    ("f_pow(f_pow(10, 400), -1)", 0.0),
+    ("f_pow(2, 65535) == f_pow(2, 65534) * 2", True),
+])
+def test_numbers_past_the_floats(expression: str, value: object) -> None:
+    engine = overlog.Engine(f"go[1].\nr[V] :- go[_], V := ({expression}).\n")
+    seen: list[tuple] = []
+    engine.register_listener("r", None, seen.append)
+    assert engine.step().errors == []
+    assert seen == [(value,)] and type(seen[0][0]) is type(value)
+
+
+def test_a_failing_comparison_after_a_call_is_the_comparisons() -> None:
+    engine = overlog.Engine('p("ab", "x").\nq(X) :- p(X, Y), f_size(X) > Y.\n', "t.olg")
+    (error,) = engine.step().errors
+    assert (error.message, error.span.column, error.expression) == (
+        "cannot compare int with string", 18, "f_size(X) > Y")
+    assert _failure("f_pow(2, 65536)")[1] == \
+        "f_pow(2, 65536) is too large (the limit is 65536 bits)"

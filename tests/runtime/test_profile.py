@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import overlog
 
 _PROGRAM = ('link(1, 2). link(2, 3). link(3, 1). link(3, 4).\n'
@@ -92,3 +94,20 @@ def test_the_cli_prints_the_profile_and_writes_it_as_json(tmp_path: Path) -> Non
                          check=False)
     assert (bad.returncode, bad.stderr) == (
         2, "overlog: error: --profile-json: cannot write nowhere/out.json\n")
+
+
+def test_rolled_back_steps_shared_names_and_offloaded_strata() -> None:
+    engine = overlog.Engine("n(0).\nn(Y) :- n(X), X < 1000, Y := X + 1.\n", profile=True,
+                            max_tuples=100)
+    assert [e.code for e in engine.step().errors] == ["E307"]
+    assert (engine.profile.steps, engine.profile.failed, engine.profile.rules[0].derived) == \
+        (0, 1, 0)
+    engine = overlog.Engine("q(1). q(2).\nr1 p(X) :- q(X).\nr1 s(X) :- q(X), X > 1.\n",
+                            profile=True)
+    assert engine.step().firings == {"r1": 3}  # (the report sums a shared name)
+    assert [(r.label, r.text, r.derived) for r in engine.profile.rules] == [
+        ("r1", "p(X) :- q(X).", 2), ("r1", "s(X) :- q(X), X > 1.", 1)]
+    pytest.importorskip("duckdb")
+    engine = overlog.Engine(_PROGRAM, profile=True, backend="vector")
+    engine.run()
+    assert engine.profile.strata[0].derived == len(engine.rows("reach"))

@@ -191,3 +191,49 @@ def test_relations_duckdb_evaluates_are_explained_too() -> None:
     assert [(n.relation, n.row) for n in _walk(engine.why("reach", ("b", "d")))] == [
         ("reach", ("b", "d")), ("link", ("b", "c")), ("reach", ("c", "d")),
         ("link", ("c", "d"))]
+
+
+def test_an_aggregate_is_explained_by_its_bindings_the_best_first() -> None:
+    engine = _engine('dist("a", 0).\nlink("a", "b", 1). link("b", "c", 2). link("a", "c", 5).\n'
+                     "dist(Y, min<C>) :- dist(X, C1), link(X, Y, W), C := C1 + W.\n")
+    rule = "dist(Y, min<C>) :- dist(X, C1), link(X, Y, W), C := C1 + W."
+    assert engine.why("dist", ("c", 3)).format() == (
+        f'dist("c", 3)  [rule 1 (t.olg:3) at step 1, over 2 bindings: {rule}]\n'
+        '├─ link("b", "c", 2)  [fact, t.olg:2]\n'
+        f'├─ dist("b", 1)  [rule 1 (t.olg:3) at step 1, over 1 binding: {rule}]\n'
+        '│  ├─ link("a", "b", 1)  [fact, t.olg:2]\n'
+        '│  └─ dist("a", 0)  [fact, t.olg:1]\n'
+        '├─ link("a", "c", 5)  [fact, t.olg:2]\n'
+        '└─ dist("a", 0)  [fact, t.olg:1]\n')
+
+
+def test_a_long_chain_is_explained_from_python() -> None:
+    engine = _engine("".join(f"link({i}, {i + 1}).\n" for i in range(800))
+                     + "reach(X, Y) :- link(X, Y).\nreach(X, Z) :- link(X, Y), reach(Y, Z).\n")
+    node, depth = engine.why("reach", (0, 800)), 0
+    while node.children:
+        node, depth = node.children[-1], depth + 1
+    assert (depth, node.relation, node.row, node.how) == (800, "link", (799, 800), "fact")
+
+
+def test_questions_leave_the_program_alone() -> None:
+    """A delete rule writes nothing; a random draw is not made again to explain."""
+    engine = _engine('price("a", 2).\ndelete price(K, P) :- kill[K, P].\n'
+                     'path(X, Y, C, 1) :- link(X, Y, C).\nlink("a", "c", 3).\n')
+    assert "".join(x.format() for x in engine.why_not("price", ("a", 1))) == \
+        "no rule derives `price`: only facts and inputs put rows there\n"
+    assert "".join(x.format() for x in engine.why_not("path", ("a", "c", 3, 5))) == (
+        "rule 2 (t.olg:3): path(X, Y, C, 1) :- link(X, Y, C).\n"
+        "  its head writes 1 in field 4, not 5\n")
+    source = "r(X, R) :- tick[X], R := f_rand().\np(1).\nq(X, R) :- p(X), R := f_rand().\n"
+    values = []
+    for ask in (False, True):
+        engine = overlog.Engine(source, provenance=True, seed=1)
+        engine.step()
+        if ask:
+            (row,) = engine.rows("q")
+            assert engine.why("q", row).how == "missing"
+        engine.generate_event("tick", (2,))
+        engine.step()
+        values.append(engine.rows("r"))
+    assert values[0] == values[1]
