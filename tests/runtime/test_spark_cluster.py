@@ -150,10 +150,12 @@ def test_the_cluster_gives_what_the_local_backend_gives(runs: dict) -> None:
 
 
 def test_the_tables_are_the_closure(runs: dict) -> None:
-    lines = runs["spark"].stdout.splitlines()  # TABLE,FIELD,...
+    header, *lines = runs["spark"].stdout.splitlines()  # STEP,TIME,TABLE,final,FIELD,...
+    assert header.startswith("step,time,table,op,field1")
     rows: dict[str, set[tuple[int, ...]]] = {table: set() for table in TABLES}
     for line in lines:
-        table, *values = line.split(",")
+        _, _, table, op, *values = line.split(",")
+        assert op == "final"
         rows[table].add(tuple(int(v) for v in values))
     assert rows == {
         "reach": {(x, y) for x, reached in REACH.items() for y in reached},

@@ -47,7 +47,7 @@ total(sum<C>) :- cost(_, C).
 """
 REACH = {1: [1, 2, 3, 4, 5], 2: [1, 2, 3, 4, 5], 3: [1, 2, 3, 4, 5], 4: [5], 10: [11, 12],
          11: [12]}
-OUTPUT = [
+TABLES = [
     *(f"link,{x},{y}" for x, y in [(1, 2), (2, 3), (3, 1), (3, 4), (4, 5), (10, 11), (11, 12)]),
     "cost,1,6", "cost,3,4",  # cost(2, 0) is quarantined: 12 / 0
     *(f"reach,{x},{y}" for x, ys in REACH.items() for y in ys),
@@ -56,7 +56,12 @@ OUTPUT = [
     *(f"far,{x},{max(ys)}" for x, ys in REACH.items()),
     "share,1,4", "share,3,9", "total,10",
 ]
-ERRORS = ["p.olg:10:1: error[E302]: step 1 (time 0): division by zero", "  in rule 7",
+# --format csv: a header, then each final row after the last step (2) and its time
+OUTPUT = ["step,time,table,op,field1,field2",
+          *(f"2,0.0,{table},final,{values}" for table, values in
+            (line.split(",", 1) for line in TABLES))]
+ERRORS = ["p.olg:10:33: error[E302]: step 1 (time 0): division by zero",
+          "  in rule 7, at `12 / C`",
           "  binding: C=0, X=2", "  quarantined input: cost(2, 0)"]
 # share, cyclic and acyclic live in Spark (docs/spark.md, "Relations held in Spark")
 TRACE = ["trace: step 1 @0: stratum 0 on Spark derived 24, stratum 1 on Spark derived 16; "
