@@ -232,6 +232,36 @@ def _is_frame(rows: Any) -> bool:
         or (hasattr(rows, "column_names") and hasattr(rows, "to_pylist"))
 
 
+def atom_values(text: str) -> tuple[str, tuple]:
+    """The relation and row of an atom of values, ``link("a", "b")`` or ``ping["a"]`` (a
+    trailing ``.`` allowed): what ``--why``, the REPL's inputs and questions name.
+    ValueError for anything else (variables, expressions)."""
+    from overlog import syntax as s
+    from overlog.errors import CompileError
+    from overlog.parser import parse
+    from overlog.printer import format_term
+
+    atom = text.strip().removesuffix(".").rstrip()
+    try:
+        program = parse(atom + ".", "<tuple>")
+    except CompileError:
+        program = None
+    if program is None or len(program.statements) != 1 or len(program.facts) != 1:
+        raise ValueError(f"not an atom of values: {atom} (write one as a fact has it: "
+                         'link("a", "b"))')
+
+    def value(term: Any) -> Any:
+        if isinstance(term, s.Const):
+            return term.value
+        if isinstance(term, s.ListExpr):
+            return tuple(value(item) for item in term.items)
+        what = "a variable" if isinstance(term, (s.Var, s.Wildcard)) else "not a value"
+        raise ValueError(f"`{format_term(term)}` is {what}: write a tuple of values")
+
+    found = program.facts[0].atom
+    return found.name, tuple(value(term) for term in found.args)
+
+
 def _atom_pattern(text: str) -> tuple[str, tuple, list[tuple[int, int]]]:
     """A query atom's relation, pattern (values and ANY) and the pairs of fields a repeated
     variable makes equal. ValueError for anything but one atom of values, variables and

@@ -320,21 +320,18 @@ def _run_node(args: argparse.Namespace, engine: Any, net: Any, out: TextIO,
 
 def question_tuple(engine: Any, flag: str, text: str) -> tuple[str, tuple]:
     """The (relation, row) a --why or --why-not names, or a usage error."""
-    from overlog.api import _atom_pattern
-    from overlog.runtime.events import ANY
+    from overlog.api import atom_values
 
     try:
-        relation, pattern, _ = _atom_pattern(text)
+        relation, row = atom_values(text)
     except ValueError as error:
         raise UsageError(f"{flag}: {error}") from None
     rel = engine.plan.relations.get(relation)
     if rel is None:
         raise UsageError(f"{flag} names `{relation}`, which the program does not have")
-    if any(value is ANY for value in pattern):
-        raise UsageError(f"{flag} takes a tuple of values, not a pattern: {text!r}")
-    if len(pattern) != rel.arity:
-        raise UsageError(f"{flag}: `{relation}` has {rel.arity} fields, not {len(pattern)}")
-    return relation, pattern
+    if len(row) != rel.arity:
+        raise UsageError(f"{flag}: `{relation}` has {rel.arity} fields, not {len(row)}")
+    return relation, row
 
 
 def answer(engine: Any, questions: list[tuple[str, str, tuple]], out: TextIO) -> None:

@@ -519,12 +519,13 @@ def format_rule_plan(rule: RulePlan) -> str:
     return "\n".join(lines)
 
 
-def where(plan: ProgramPlan, span: Span | int | None) -> str:
+def where(plan: ProgramPlan, span: Span | int | None, source: Any = None) -> str:
     """``path:line`` of a span (or a line) of the program (a line an ``#include`` brought:
-    that file's)."""
-    if span is None or plan.checked is None:
+    that file's), as ``source`` names its lines (default: the program's)."""
+    source = source or (plan.checked.source if plan.checked is not None else None)
+    if span is None or source is None:
         return plan.path
-    path, line = plan.checked.source.where(span if isinstance(span, int) else span.line)
+    path, line = source.where(span if isinstance(span, int) else span.line)
     return f"{path}:{line}"
 
 

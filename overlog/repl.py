@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TextIO
 
+from overlog.api import atom_values
 from overlog.cli_run import EXIT_INTERRUPTED, Printer, UsageError, parse_define
 from overlog.diagnostics import Diagnostic
 from overlog.errors import CompileError, OverlogError, SemanticError, StepError
@@ -559,7 +560,7 @@ class Session:
 
     def _input(self, kind: str, argument: str) -> None:
         try:
-            name, row = parse_atom(argument)
+            name, row = atom_values(argument)
         except ValueError as error:
             self.complain(f"error: {error}")
             return
@@ -688,7 +689,7 @@ class Session:
     def _explain(self, argument: str, explain: Callable[[str, tuple], list]) -> None:
         """:why and :whynot: the explanations of a tuple (runtime/provenance.py)."""
         try:
-            name, row = parse_atom(argument)
+            name, row = atom_values(argument)
         except ValueError as error:
             self.complain(f"error: {error}")
             return
@@ -726,34 +727,6 @@ def _relation_of(query: str) -> str:
     from overlog.dialect import code_of
 
     return re.match(r"\s*([A-Za-z_]\w*)", code_of(query)).group(1)  # type: ignore[union-attr]
-
-
-def parse_atom(text: str) -> tuple[str, tuple]:
-    """The relation and row of an atom of values, ``link("a", "b")`` or ``ping["a"]`` (a
-    trailing ``.`` allowed); ValueError for anything else (variables, expressions)."""
-    from overlog import syntax as s
-    from overlog.parser import parse
-    from overlog.printer import format_term
-
-    atom = text.strip().removesuffix(".").rstrip()
-    try:
-        program = parse(atom + ".", PATH)
-    except CompileError:
-        program = None
-    if program is None or len(program.statements) != 1 or len(program.facts) != 1:
-        raise ValueError(f"not an atom of values: {atom} (write one as a fact has it: "
-                         'link("a", "b"))')
-
-    def value(term: Any) -> Any:
-        if isinstance(term, s.Const):
-            return term.value
-        if isinstance(term, s.ListExpr):
-            return tuple(value(item) for item in term.items)
-        what = "a variable" if isinstance(term, (s.Var, s.Wildcard)) else "not a value"
-        raise ValueError(f"`{format_term(term)}` is {what}: an input is a tuple of values")
-
-    found = program.facts[0].atom
-    return found.name, tuple(value(term) for term in found.args)
 
 
 class Command(NamedTuple):

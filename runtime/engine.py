@@ -35,6 +35,7 @@ from overlog.plan import (
     RulePlan,
     expr_calls,
     format_expr,
+    where,
 )
 from overlog.printer import format_tuple
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
@@ -446,13 +447,6 @@ class Engine:
                                  "inputs put rows there")]
         return found
 
-    def _where(self, place: Any) -> str:
-        """``path:line`` of a line or span of the program, as ``source`` names it."""
-        if place is None or self.source is None:
-            return self.path
-        path, line = self.source.where(place if isinstance(place, int) else place.line)
-        return f"{path}:{line}"
-
     def _log(self, what: str) -> Log:
         if self.provenance is None:
             raise ValueError(f"{what}() reads what the engine records with "
@@ -474,7 +468,8 @@ class Engine:
             functions = {**self._functions, **dict.fromkeys(UNREPEATABLE, unrepeatable)}
             kept = self._explained = Explainer(
                 self.plan, log, self.step_count, self._current, functions, self._fact_where,
-                self._where, lambda relation, key: None if self.holder(relation)
+                lambda place: where(self.plan, place, self.source),
+                lambda relation, key: None if self.holder(relation)
                 else self.store.tables[relation].indexes.get(key))
         return kept
 

@@ -114,13 +114,16 @@ class LocalBackend:
         functions = guard_functions(self.functions, self.user)
         try:
             with recursion_room():
-                return tuple(_value(e, functions) for e in exprs)
-        except _Failed as failed:
+                return tuple(evaluate(e, functions) for e in exprs)
+        except ExpressionFailed as failed:
             raise PlanFailure(failed.cause, {}, expr=failed.expr) from failed.cause
 
 
-class _Failed(Exception):
-    """An expression of a fact failed: ``expr`` is the innermost, ``cause`` what it raised."""
+_NO_VARIABLES: Mapping[str, Any] = {}  # (a ground expression's)
+
+
+class ExpressionFailed(Exception):
+    """An expression failed: ``expr`` is the innermost, ``cause`` what it raised."""
 
     def __init__(self, expr: p.Expr, cause: BaseException) -> None:
         super().__init__(str(cause))
@@ -128,28 +131,33 @@ class _Failed(Exception):
         self.cause = cause
 
 
-def _value(expr: p.Expr, functions: Mapping[str, Callable]) -> Any:
-    """A ground expression's value, interpreted (facts: once each, no code to compile).
-    Raises _Failed naming the expression that failed."""
+def evaluate(expr: p.Expr, functions: Mapping[str, Callable],
+             env: Mapping[str, Any] = _NO_VARIABLES) -> Any:
+    """An expression's value, interpreted, its variables' values in ``env`` (facts: once
+    each, no code to compile; explanations: runtime/provenance.py). Raises
+    ExpressionFailed naming the expression that failed."""
     match expr:
+        case p.Var(name=name):
+            return env[name]
         case p.Const(value=value):
             return value
         case p.MakeList(items=items):
-            return tuple(_value(i, functions) for i in items)
+            return tuple(evaluate(i, functions, env) for i in items)
         case p.Test(op=op, args=args):
-            apply = partial(evaluate_test, op, args, lambda a: _value(a, functions))
+            apply = partial(evaluate_test, op, args, lambda a: evaluate(a, functions, env))
         case p.Arith(op=op, left=left, right=right):
-            apply = partial(ARITHMETIC[op], _value(left, functions), _value(right, functions))
+            apply = partial(ARITHMETIC[op], evaluate(left, functions, env),
+                            evaluate(right, functions, env))
         case p.Negate(operand=operand):
-            apply = partial(negate, _value(operand, functions))
+            apply = partial(negate, evaluate(operand, functions, env))
         case p.Call(function=function, args=args):
-            apply = partial(functions[function], *(_value(a, functions) for a in args))
+            apply = partial(functions[function], *(evaluate(a, functions, env) for a in args))
         case _:
-            raise AssertionError(f"not a ground expression: {expr!r}")  # analysis ensures it
+            raise AssertionError(f"cannot evaluate {expr!r}")  # analysis ensures it
     try:
         return apply()
     except EXPRESSION_ERRORS as error:
-        raise _Failed(expr, error) from error
+        raise ExpressionFailed(expr, error) from error
 
 
 _users: dict[str, int] = {}  # linecache entry -> how many live plan functions use it

@@ -25,7 +25,8 @@ from typing import Any
 
 from overlog import plan as p
 from overlog.printer import format_tuple, format_value
-from overlog.runtime.builtins import ARITHMETIC, COMPARE, evaluate_test, negate
+from overlog.runtime.builtins import COMPARE
+from overlog.runtime.local import ExpressionFailed, evaluate
 from overlog.values import python, python_row
 
 Row = tuple
@@ -238,25 +239,9 @@ def unrepeatable(*args: Any) -> Any:
 
 def _value(expr: p.Expr, env: Mapping[str, Any], functions: Mapping[str, Callable]) -> Any:
     try:
-        match expr:
-            case p.Var(name=name):
-                return env[name]
-            case p.Const(value=value):
-                return value
-            case p.Arith(op=op, left=left, right=right):
-                return ARITHMETIC[op](_value(left, env, functions),
-                                      _value(right, env, functions))
-            case p.Negate(operand=operand):
-                return negate(_value(operand, env, functions))
-            case p.Call(function=function, args=args):
-                return functions[function](*(_value(a, env, functions) for a in args))
-            case p.MakeList(items=items):
-                return tuple(_value(i, env, functions) for i in items)
-            case p.Test(op=op, args=args):
-                return evaluate_test(op, args, lambda a: _value(a, env, functions))
-    except (ArithmeticError, TypeError, ValueError, KeyError) as error:
-        raise _Skip from error
-    raise AssertionError(f"cannot evaluate {expr!r}")
+        return evaluate(expr, functions, env)
+    except ExpressionFailed as failed:
+        raise _Skip from failed.cause
 
 
 @dataclass

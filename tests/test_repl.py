@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from overlog.repl import Session, completions, parse_atom, query_text, scan
+from overlog.api import atom_values
+from overlog.repl import Session, completions, query_text, scan
 
 ROOT = Path(__file__).parents[1]
 TIMEOUT = 20.0  # seconds to wait for any one answer
@@ -378,7 +379,7 @@ def test_commands() -> None:
         "error: `:rows` takes REL: :rows reach\n"
         "error: `:step` takes a number of steps >= 1, not 'x'\n"))
     assert run.lines(":insert r(X)", ":insert ping[2]", ":event r(1)", ":insert q(1)") == (
-        "", "error: `X` is a variable: an input is a tuple of values\n"
+        "", "error: `X` is a variable: write a tuple of values\n"
         "error: `ping` is an event relation: use :event\n"
         "error: `r` is a persistent relation: use :insert and :delete\n"
         "error: unknown relation `q` (a typed fact adds one: q(1).)\n")
@@ -437,13 +438,13 @@ def test_scan(text: str, units: list[tuple[str, str]], complete: bool) -> None:
 def test_query_text_and_parse_atom() -> None:
     assert [query_text(q) for q in ('reach("a", X)?', "?- reach(X, Y).", "reach?")] == [
         'reach("a", X)', "reach(X, Y)", "reach"]
-    assert parse_atom('link("a", [1, 2.5], true, null, -3).') == (
+    assert atom_values('link("a", [1, 2.5], true, null, -3).') == (
         "link", ("a", (1, 2.5), True, None, -3))
-    assert parse_atom('ping["a"]') == ("ping", ("a",))
+    assert atom_values('ping["a"]') == ("ping", ("a",))
     for bad, message in (("p(1 + 2)", "`1 + 2` is not a value"), ("p(_)", "`_` is a variable"),
                          ("p(1), q(2)", "not an atom of values")):
         with pytest.raises(ValueError, match=message.replace("+", r"\+")):
-            parse_atom(bad)
+            atom_values(bad)
 
 
 def test_completions(tc: Run, tmp_path: Path) -> None:

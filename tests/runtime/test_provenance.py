@@ -171,11 +171,11 @@ def test_the_cli_answers_why_and_why_not(tmp_path: Path) -> None:
         '  no link("d", Y) matches  X="d", Z="d"\n')
     for args, error in [
             (("--why", 'reach("a", X)'),
-             "--why takes a tuple of values, not a pattern: 'reach(\"a\", X)'"),
+             "--why: `X` is a variable: write a tuple of values"),
             (("--why", "nope(1)"), "--why names `nope`, which the program does not have"),
             (("--why-not", "reach(1)"), "--why-not: `reach` has 2 fields, not 1"),
-            (("--why", "reach(1,"), "--why: not a query: 'reach(1,' (write an atom, such as "
-                                    'reach("a", X))'),
+            (("--why", "reach(1,"), "--why: not an atom of values: reach(1, (write one as a "
+                                    'fact has it: link("a", "b"))'),
             (("--why", 'reach("a", "b")', "--nodes", "a,b"),
              "--why and --why-not explain one node's tuples: not with --nodes (run the node "
              "alone, or use Engine.why per node)")]:
