@@ -163,6 +163,7 @@ class Engine:
                                    dialect=dialect)
         self.plan = plan
         self.path = plan.path
+        self._labels = [rule.label for rule in plan.rules]  # by rule index
         # where the time goes, per rule and stratum (runtime/profile.py), if asked
         self.profile: Profile | None = Profile.of(plan) if profile else None
         # what why() and why_not() read (runtime/provenance.py), if asked
@@ -553,7 +554,8 @@ class Engine:
         report = StepReport(self.step_count, self.now)
         if self.profile is not None:
             self.profile.step_started()
-        self._take_deliveries()
+        if self._waiting:
+            self._take_deliveries()
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
             ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
@@ -630,8 +632,9 @@ class Engine:
                    failed: list[StepError]) -> None:
         """After commit: queue the changes for the next step, send, report, call back."""
         firings: dict[str, int] = {}  # by rule label (rules sharing a name: summed)
+        labels = self._labels
         for rule, count in self._fixpoint.firings.items():  # type: ignore[union-attr]
-            label = self.plan.rules[rule].label if rule.__class__ is int else rule
+            label = labels[rule] if rule.__class__ is int else rule
             firings[label] = firings.get(label, 0) + count  # type: ignore[index]
         report.firings = firings
         spark = self.spark
@@ -644,7 +647,8 @@ class Engine:
                                if (change.added or change.removed) and self.holder(name))
         if changes:
             self.pending += changes
-        self._send(report, sends)
+        if sends or self._outbox:
+            self._send(report, sends)
         for (kind, relation, row), error in quarantined:
             if row.__class__ is FrameInput:  # a DataFrame: named, not listed
                 row = repr(row)
@@ -674,9 +678,12 @@ class Engine:
             if self._offload is not None:
                 self._offload.begin_step()
             self._apply_inputs(inputs)
-            self._pre_listeners(inputs)
+            if self._phase["pre"]:
+                self._pre_listeners(inputs)
             deferred = self._fixpoint.run(initial=self.step_count == 1)  # type: ignore[union-attr]
             self._writes = deferred.writes
+            if not deferred.writes and not deferred.deletes:
+                return [], deferred.sends
             return self._commit(deferred, inputs)
         except EvaluationError as error:
             drivers = [(error.source, row,
@@ -753,8 +760,10 @@ class Engine:
         if vector is not None and vector.held:  # those held in DuckDB: back in the store
             for name in {relation for _, relation, _ in inputs} & vector.held.keys():
                 vector.unhold(name, store)
-        for (kind, relation), run in itertools.groupby(inputs, key=itemgetter(0, 1)):
-            rows = [row for _, _, row in run]
+        runs = ((i[:2], (i[2],)) for i in inputs) if len(inputs) == 1 else \
+            itertools.groupby(inputs, key=itemgetter(0, 1))
+        for (kind, relation), run in runs:
+            rows = [row for _, _, row in run] if len(inputs) > 1 else run
             if kind == "event":  # distinct already: events are sets within a step
                 if len(rows) == 1:
                     if rows[0] not in store.rows(relation):
@@ -799,8 +808,6 @@ class Engine:
 
     def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
         pre = self._phase["pre"]
-        if not pre:
-            return
         for kind, relation, row in inputs:
             if kind != "event":
                 continue
@@ -865,8 +872,6 @@ class Engine:
     def _commit(self, deferred, inputs: list[tuple[str, str, Row]]) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
         Deletions come first, then writes (with key replacement when applied)."""
-        if not deferred.writes and not deferred.deletes:
-            return [], deferred.sends
         store = self.store
         writes: dict[tuple[str, Any], Row] = {}
         writers: dict[tuple[str, Any], RulePlan] = {}
@@ -900,8 +905,6 @@ class Engine:
         """The step's outbound tuples leave as ``send`` events: rule by rule, retractions
         before insertions, each rule's rows sorted (so what leaves does not depend on the
         order of sets)."""
-        if not sends and not self._outbox:
-            return
         outbound, self._outbox = self._outbox, []
         by_rule: dict[tuple[int, bool, str], tuple[RulePlan, list[Row]]] = {}
         for rule, row, op in sends:

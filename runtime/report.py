@@ -17,7 +17,7 @@ from overlog.values import python_row, sort_key
 Row = tuple
 
 
-@dataclass
+@dataclass(slots=True)
 class StepReport:
     """What a step did: its events and net table changes (relation -> sorted rows), the
     tuples it sent, and the errors reported. Rows are sorted when first read, so an unread
@@ -116,7 +116,7 @@ def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     rows = list(rows)  # an iterator would be spent by a first, failed attempt
     if not rows:
         return rows
-    if len(rows) == 1 and all(v.__class__ in _PLAIN for v in rows[0]):  # (an event's)
+    if len(rows) == 1 and _PLAIN.issuperset(map(type, rows[0])):  # (an event's)
         return rows
     width = len(rows[0])
     kinds = set(map(type, itertools.chain.from_iterable(rows)))  # (one pass over the rows)

@@ -1253,7 +1253,15 @@ class Fixpoint:
                     delta[head] = _best_first(rows, self.ordering[head])
             if not delta:
                 return
-            self._within_limits(rounds, delta, rules)
+            limits = self.limits
+            grown = self.new_rows + sum(map(len, delta.values()))
+            if (grown <= limits.max_tuples and rounds <= limits.max_rounds
+                    and self.deadline is None and self.progress is None
+                    and self._moving is None):  # within limits, nothing to tell: at once
+                self.new_rows = grown
+                self.budget.left = limits.max_tuples - grown
+            else:
+                self._within_limits(rounds, delta, rules)
             if rounds == 1 and not waiting:
                 for rule in rules:
                     if not rule.triggered_by.isdisjoint(delta):

@@ -436,8 +436,10 @@ class Table:
         self.rows = set()
         self._added = set()
         self._batches = []
-        self._set_indexes({cols: defaultdict(list) for cols in self.indexes}
-                          if self.indexes else {})
+        if self.indexes:
+            self._set_indexes({cols: defaultdict(list) for cols in self.indexes})
+        else:
+            self.indexes = {}  # (a new dict: ``before`` keeps the old one)
         return before
 
     def restore_events(self, before: tuple) -> None:
