@@ -10,6 +10,7 @@ import pytest
 
 from overlog import Engine
 from overlog.runtime import spark
+from overlog.runtime.seminaive import Fixpoint
 from overlog.source import UnreadableSource
 from tests.goldens import run_cli
 
@@ -76,14 +77,18 @@ def test_deletions_on_spark_run_dred_from_the_resident_tables(stored: bool) -> N
     assert there.rows("reach") == [(1, 3), (4, 1), (4, 3), (4, 5), (5, 1), (5, 3)]
 
 
-def test_dred_on_spark_that_would_remove_most_of_a_cycle_evaluates_afresh() -> None:
-    ring = [("insert", "link", (i, (i + 1) % 40)) for i in range(40)]
+def test_dred_on_spark_that_would_remove_most_of_a_cycle_evaluates_afresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a small ring, and the floor of what over-deletion may remove lowered to match: each
+    # round of Spark costs a fraction of a second here)
+    monkeypatch.setattr(Fixpoint, "RECOMPUTE_MIN", 200)
+    ring = [("insert", "link", (i, (i + 1) % 16)) for i in range(16)]
     there, _ = _alike(TC, [ring, [("delete", "link", (0, 1))], [("delete", "link", (5, 6))]])
-    # reach: over-deleting all 1,600 rows passes a quarter (and 1,000): afresh; then a
-    # chain of 780 rows loses 175 (1-5 to 6-39 and 0), fewer than 1,000: DRed. far takes
-    # what reach lost (820 rows, then 175) as a DataFrame: DRed both times
+    # reach: over-deleting all 256 rows passes 200 (and a quarter): afresh; then a chain of
+    # 120 rows loses 55 (1-5 to 6-15 and 0), fewer than 200: DRed. far takes what reach
+    # lost (136 rows, then 55) as a DataFrame: DRed both times
     assert there.spark.incremental == 3
-    assert there.spark.held["reach"] == 5 * 4 // 2 + 35 * 34 // 2
+    assert there.spark.held["reach"] == 5 * 4 // 2 + 11 * 10 // 2
 
 
 def test_the_step_report_counts_what_changed_in_spark(tmp_path: Path) -> None:
