@@ -1398,13 +1398,14 @@ class SparkStrata:
         if self._possible(stratum, self.never[0], self.local) and self._wanted(
                 f"stratum {stratum}", rules, store):
             found = self._attempt(stratum, self.local, lambda spark: self._improve(
-                spark, rules, store, max_rounds, cap))
+                spark, rules, store, max_rounds, cap, plus, minus))
         if found is None:
             self.forget(stratum, store)
         return found
 
     def _improve(self, spark: SparkSession, rules: list[p.RulePlan], store: Any,
-                 max_rounds: int, cap: int) -> dict[str, tuple[set[Row], set[Row]]]:
+                 max_rounds: int, cap: int, plus: Mapping[str, set[Row]],
+                 minus: Mapping[str, set[Row]]) -> dict[str, tuple[set[Row], set[Row]]]:
         """Semi-naive on each group's improvements: each round a min/max head's candidates
         keep, for each group, the best of them where it beats the group's row (derived or
         asserted); the improvements replace the groups' derived rows and propagate, as the
@@ -1412,23 +1413,43 @@ class SparkStrata:
         propagates the better half first: the result is the same, the stratum being
         monotone). Views that read a row since replaced are evaluated again at the end,
         from the final rows of the min/max heads, as locally. Every improvement counts
-        against the step's new rows (``cap``), as locally."""
+        against the step's new rows (``cap``), as locally.
+
+        A stratum without views whose step only added rows to the relations it reads
+        (``plus``; none to its heads, none taken from anything it reads, nothing read held
+        in Spark) continues from the groups' rows in the store, seeded by those new rows
+        (``incremental``); otherwise it is evaluated afresh."""
         views = [rule for rule in rules if rule.aggregation is None]
         orders = {rule.head: (rule.aggregation.position, rule.aggregation.function)
                   for rule in rules if rule.aggregation is not None}
         heads = sorted({rule.head for rule in rules})
         reads = set().union(*(p.plan_relations(plan) for rule in rules
                               for _, plan in rule.plans()))
+        negated = {trigger.relation for rule in rules for trigger in rule.triggers
+                   if trigger.negated}
+        onward = (not views and all(rule.start is None for rule in rules)
+                  and not any(plus.get(head) for head in heads)
+                  and not any(minus.get(name) for name in reads)
+                  and not any(plus.get(name) for name in negated)
+                  and not reads & self.held.keys()
+                  and any(plus.get(name) for name in reads))
         frames = self._inputs(spark, sorted(reads - set(heads)), store, None, {}, {})
         asserted = {head: frame_of(spark, store.asserted(head), self.arity[head])
                     for head in heads}
         translate = Translator(spark, self._udf, self.now)
-        best = {head: frame_of(spark, set(), self.arity[head]) for head in orders}
+        best = {head: frame_of(spark, store.rows(head) - store.asserted(head)
+                               if onward else set(), self.arity[head]) for head in orders}
         total = {head: asserted[head] for head in heads if head not in orders}
         sizes = {name: self.size(name, store) for name in frames}
-        sizes.update((head, len(store.asserted(head))) for head in heads)
+        sizes.update((head, len(store.rows(head) if onward else store.asserted(head)))
+                     for head in heads)
+        delta = None
+        if onward:
+            self.incremental += 1
+            delta = {name: frame_of(spark, plus[name], self.arity[name])
+                     for name in sorted(reads) if plus.get(name)}
         improved = self._rounds(translate, rules, frames, total, best, asserted, orders,
-                                sizes, max_rounds)
+                                sizes, max_rounds, delta)
         if improved > cap:
             raise Unsupported("more new tuples than a step may take (the local backend "
                               "reports it)")
@@ -1453,12 +1474,13 @@ class SparkStrata:
                 frames: Mapping[str, DataFrame], total: dict[str, DataFrame],
                 best: dict[str, DataFrame], asserted: Mapping[str, DataFrame],
                 orders: Mapping[str, tuple[int, str]], sizes: dict[str, int],
-                max_rounds: int) -> int:
-        """``_improve``'s semi-naive loop, from every rule's full evaluation: the views'
-        heads grow in ``total``, the min/max heads' derived rows are ``best`` (a row a
-        group); ``frames`` holds the other relations. ``sizes`` (rows of each relation,
-        kept up to date) skips the plans that join an empty relation: they derive nothing,
-        and its columns have no type yet. Returns how many improvements there were."""
+                max_rounds: int, delta: Mapping[str, DataFrame] | None = None) -> int:
+        """``_improve``'s semi-naive loop, from every rule's full evaluation, or from the
+        new rows ``delta`` (relation -> its rows added): the views' heads grow in
+        ``total``, the min/max heads' derived rows are ``best`` (a row a group);
+        ``frames`` holds the other relations. ``sizes`` (rows of each relation, kept up to
+        date) skips the plans that join an empty relation: they derive nothing, and its
+        columns have no type yet. Returns how many improvements there were."""
         heads = {rule.head for rule in rules}
 
         def tables() -> dict[str, DataFrame]:
@@ -1466,7 +1488,8 @@ class SparkStrata:
                                           for head, rows in best.items()}}
 
         every = tables()
-        found = _in_full(translate, rules, every, sizes)
+        found = _in_full(translate, rules, every, sizes) if delta is None else \
+            _triggered(translate, rules, delta, {}, every, sizes)
         improved = 0
         parts = dict.fromkeys(heads, 0)  # rounds each table took in since its checkpoint
         for _ in range(max_rounds + 1):  # the last finds nothing new

@@ -377,6 +377,35 @@ def test_a_recursive_min_runs_on_spark_and_follows_changes() -> None:
     assert there.rows("far") == [(0,), (1,), (3,)]
 
 
+def test_a_recursive_min_without_views_continues_from_its_groups_on_spark() -> None:
+    """Steps that only add edges continue from the distances in the store, seeded by the
+    new edges; a new source (a row of the head) or a cut edge evaluates afresh."""
+    program = "dist(Y, min<C>) :- dist(X, C1), edge(X, Y, W), C := C1 + W.\n"
+    steps = [[("insert", "dist", (0, 0))]
+             + [("insert", "edge", row) for row in [(0, 1, 5), (1, 2, 5), (2, 0, 1)]],
+             [("insert", "edge", (0, 2, 3))],  # 2 improves, and 0's own row stays
+             [("insert", "edge", (2, 3, 1)), ("insert", "edge", (1, 3, 9))],  # a new group
+             [("insert", "edge", (3, 1, 9))],  # improves nothing
+             [("delete", "edge", (0, 2, 3))],  # afresh: 2 and 3 get worse
+             [("insert", "dist", (5, 0)), ("insert", "edge", (5, 3, 1))]]  # afresh
+    here, there = Engine(program, backend="local"), Engine(program, backend="spark")
+    counts, rows = [], []
+    for batch in steps:
+        for engine in (here, there):
+            for op, relation, row in batch:
+                getattr(engine, op)(relation, row)
+            assert [r.errors for r in engine.run()] == [[]]
+        assert there.rows("dist") == here.rows("dist")
+        counts.append(there.spark.incremental)
+        rows.append(there.rows("dist"))
+    assert there.spark.local == {}
+    assert counts == [0, 1, 2, 3, 3, 3]
+    assert rows == [[(0, 0), (1, 5), (2, 10)], [(0, 0), (1, 5), (2, 3)],
+                    [(0, 0), (1, 5), (2, 3), (3, 4)], [(0, 0), (1, 5), (2, 3), (3, 4)],
+                    [(0, 0), (1, 5), (2, 10), (3, 11)],
+                    [(0, 0), (1, 5), (2, 10), (3, 1), (5, 0)]]
+
+
 def test_a_recursive_min_that_spark_fails_on_sees_the_changes_of_its_held_input() -> None:
     """`edge`, read only by a view of the cycle, lives in Spark (a DataFrame); when Spark
     fails on the step that changes it (an overflow past 64 bits), the stratum runs locally
