@@ -19,8 +19,9 @@ whose tie order Overlog defines; a plan the local backend could fail on with the
 ``_check``). An error inside DuckDB (an overflow) also sends the stratum to the local
 backend, which reports it as it reports its own.
 
-Values cross as Arrow columns (pyarrow) into DuckDB and as Python tuples back; floats come
-back as the engine's floats (``IntFloat`` when integral), booleans as ``Bool``.
+Values cross as Arrow columns (pyarrow) both ways; floats come back as the engine's floats
+(``IntFloat`` when integral), booleans as ``Bool``, each distinct value of a column as one
+Python object.
 """
 
 from __future__ import annotations
@@ -176,11 +177,23 @@ def columns(rows: Set[Row] | list[Row], arity: int,
         arrays[f"c{i}"] = pa.array(values, type=arrow[kind])
     return tuple(found), pa.table(arrays)  # type: ignore[arg-type]
 
-def _reader(types: Types) -> Callable[[list[tuple]], set[Row]]:
-    """DuckDB's rows (Python values) as engine rows."""
-    if all(kind in ("BIGINT", "VARCHAR") for kind in types):
-        return set
-    return lambda rows: {tuple(map(internal, row)) for row in rows}
+def _rows(found: Any, types: Types) -> set[Row]:
+    """DuckDB's rows (an Arrow table) as engine rows, each distinct value of a column one
+    Python object that every row holding it shares, as rows the local backend derives do
+    (a value per row would take memory, and make every later pass over the rows, sorting
+    and printing them, slower for want of locality)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    plain = all(kind in ("BIGINT", "VARCHAR") for kind in types)
+    columns = []
+    for column in found.columns:
+        encoded = pc.dictionary_encode(column.combine_chunks())
+        values = encoded.dictionary.to_pylist()
+        objects = np.empty(len(values), dtype=object)
+        objects[:] = values if plain else [internal(value) for value in values]
+        columns.append(objects.take(encoded.indices.to_numpy(zero_copy_only=False)).tolist())
+    return set(zip(*columns, strict=True))
 
 
 def _literal(value: Any) -> tuple[str, str]:
@@ -822,7 +835,9 @@ class VectorStrata:
     def _fetch(self, table: str, types: Types | None) -> set[Row]:
         if types is None:
             return set()
-        return _reader(types)(self.con.execute(f"SELECT * FROM {table}").fetchall())
+        query = self.con.sql(f"SELECT * FROM {table}")
+        found = getattr(query, "to_arrow_table", None) or query.arrow  # (DuckDB 2; 1.x)
+        return _rows(found(), types)
 
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
