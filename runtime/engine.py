@@ -760,10 +760,13 @@ class Engine:
         if vector is not None and vector.held:  # those held in DuckDB: back in the store
             for name in {relation for _, relation, _ in inputs} & vector.held.keys():
                 vector.unhold(name, store)
-        runs = ((i[:2], (i[2],)) for i in inputs) if len(inputs) == 1 else \
-            itertools.groupby(inputs, key=itemgetter(0, 1))
-        for (kind, relation), run in runs:
-            rows = [row for _, _, row in run] if len(inputs) > 1 else run
+        if len(inputs) == 1:  # (a step of one event, most often: no grouping)
+            ((kind, relation, row),) = inputs
+            runs: Iterable[tuple[tuple[str, str], Sequence[Row]]] = [((kind, relation), (row,))]
+        else:
+            runs = ((key, [row for _, _, row in run])
+                    for key, run in itertools.groupby(inputs, key=itemgetter(0, 1)))
+        for (kind, relation), rows in runs:
             if kind == "event":  # distinct already: events are sets within a step
                 if len(rows) == 1:
                     if rows[0] not in store.rows(relation):
@@ -871,7 +874,8 @@ class Engine:
 
     def _commit(self, deferred, inputs: list[tuple[str, str, Row]]) -> tuple[list, list]:
         """The step's buffered changes, checked: (pending changes for the next step, sends).
-        Deletions come first, then writes (with key replacement when applied)."""
+        Deletions come first, then writes (with key replacement when applied). Called when
+        there are writes or deletions."""
         store = self.store
         writes: dict[tuple[str, Any], Row] = {}
         writers: dict[tuple[str, Any], RulePlan] = {}
@@ -904,7 +908,7 @@ class Engine:
     def _send(self, report: StepReport, sends: Iterable[tuple[RulePlan, Row, str]]) -> None:
         """The step's outbound tuples leave as ``send`` events: rule by rule, retractions
         before insertions, each rule's rows sorted (so what leaves does not depend on the
-        order of sets)."""
+        order of sets). Called when there is something to send."""
         outbound, self._outbox = self._outbox, []
         by_rule: dict[tuple[int, bool, str], tuple[RulePlan, list[Row]]] = {}
         for rule, row, op in sends:
