@@ -1389,9 +1389,9 @@ class SparkStrata:
     def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                  cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:
-        """A recursive min/max stratum evaluated afresh on Spark (``_improve``): each
-        head's rows to add and rows no longer derived; or None: it runs locally (see
-        ``local``)."""
+        """A recursive min/max stratum evaluated on Spark (``_improve``: afresh, or from
+        the step's new rows): each head's rows to add and rows no longer derived; or None:
+        it runs locally (see ``local``)."""
         stratum = rules[0].stratum
         assert stratum is not None
         found = None

@@ -185,14 +185,20 @@ def _rows(found: Any, types: Types) -> set[Row]:
     import numpy as np
     import pyarrow.compute as pc
 
+    if not found.num_rows:
+        return set()
     plain = all(kind in ("BIGINT", "VARCHAR") for kind in types)
     columns = []
     for column in found.columns:
-        encoded = pc.dictionary_encode(column.combine_chunks())
-        values = encoded.dictionary.to_pylist()
+        # one dictionary for every chunk (the chunks are not joined: a string column past
+        # 2 GiB could not be one array)
+        chunks = pc.dictionary_encode(column).chunks
+        values = chunks[0].dictionary.to_pylist()
         objects = np.empty(len(values), dtype=object)
         objects[:] = values if plain else [internal(value) for value in values]
-        columns.append(objects.take(encoded.indices.to_numpy(zero_copy_only=False)).tolist())
+        indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
+                                  for chunk in chunks])
+        columns.append(objects.take(indices).tolist())
     return set(zip(*columns, strict=True))
 
 

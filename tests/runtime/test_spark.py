@@ -389,17 +389,22 @@ def test_a_recursive_min_without_views_continues_from_its_groups_on_spark() -> N
              [("delete", "edge", (0, 2, 3))],  # afresh: 2 and 3 get worse
              [("insert", "dist", (5, 0)), ("insert", "edge", (5, 3, 1))]]  # afresh
     here, there = Engine(program, backend="local"), Engine(program, backend="spark")
-    counts, rows = [], []
+    counts, rows, ran = [], [], []
     for batch in steps:
         for engine in (here, there):
             for op, relation, row in batch:
                 getattr(engine, op)(relation, row)
-            assert [r.errors for r in engine.run()] == [[]]
+            (report,) = engine.run()
+            assert report.errors == []
         assert there.rows("dist") == here.rows("dist")
+        assert there.spark.local == {}  # (each step on Spark: none fell back to local)
         counts.append(there.spark.incremental)
         rows.append(there.rows("dist"))
-    assert there.spark.local == {}
+        ran.append(report.firings)
     assert counts == [0, 1, 2, 3, 3, 3]
+    assert ran == [{"stratum 1 on Spark": 2}, {"stratum 1 on Spark": 1},
+                   {"stratum 1 on Spark": 1}, {},  # (nothing improved: nothing new)
+                   {"stratum 1 on Spark": 2}, {"stratum 1 on Spark": 1}]
     assert rows == [[(0, 0), (1, 5), (2, 10)], [(0, 0), (1, 5), (2, 3)],
                     [(0, 0), (1, 5), (2, 3), (3, 4)], [(0, 0), (1, 5), (2, 3), (3, 4)],
                     [(0, 0), (1, 5), (2, 10), (3, 11)],
