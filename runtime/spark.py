@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
 from overlog.runtime import sparklist
+from overlog.runtime.arrowrows import shared_rows
 from overlog.runtime.backend import FrameInput, InputFailure
 
 # with --backend auto, a stratum moves to Spark once the tables it reads and writes hold
@@ -45,7 +46,7 @@ from overlog.runtime.backend import FrameInput, InputFailure
 from overlog.runtime.memory import THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Fixpoint, Held
-from overlog.values import Bool, IntFloat, RingId, internal_row
+from overlog.values import Bool, IntFloat, RingId, internal
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -755,10 +756,9 @@ def rows_of(frame: DataFrame) -> set[Row]:
     table = frame.toArrow()
     if not table.num_columns:
         return {()} if table.num_rows else set()
-    columns = [[None if v is None else sparklist.decode(v) for v in column.to_pylist()]
-               if pa.types.is_binary(column.type) else column.to_pylist()
-               for column in table.columns]
-    return {internal_row(row) for row in zip(*columns, strict=True)}
+    return shared_rows(table, lambda kind, value: internal(
+        sparklist.decode(value) if value is not None and pa.types.is_binary(kind)
+        else value))
 
 
 def has_lists(frame: DataFrame) -> bool:

@@ -35,6 +35,7 @@ from typing import Any
 
 from overlog import plan as p
 from overlog.limits import MAX_ROUNDS, recursion_room
+from overlog.runtime.arrowrows import shared_rows
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Held
@@ -178,28 +179,10 @@ def columns(rows: Set[Row] | list[Row], arity: int,
     return tuple(found), pa.table(arrays)  # type: ignore[arg-type]
 
 def _rows(found: Any, types: Types) -> set[Row]:
-    """DuckDB's rows (an Arrow table) as engine rows, each distinct value of a column one
-    Python object that every row holding it shares, as rows the local backend derives do
-    (a value per row would take memory, and make every later pass over the rows, sorting
-    and printing them, slower for want of locality)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    if not found.num_rows:
-        return set()
+    """DuckDB's rows (an Arrow table) as engine rows, sharing their values
+    (runtime/arrowrows.py)."""
     plain = all(kind in ("BIGINT", "VARCHAR") for kind in types)
-    columns = []
-    for column in found.columns:
-        # one dictionary for every chunk (the chunks are not joined: a string column past
-        # 2 GiB could not be one array)
-        chunks = pc.dictionary_encode(column).chunks
-        values = chunks[0].dictionary.to_pylist()
-        objects = np.empty(len(values), dtype=object)
-        objects[:] = values if plain else [internal(value) for value in values]
-        indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
-                                  for chunk in chunks])
-        columns.append(objects.take(indices).tolist())
-    return set(zip(*columns, strict=True))
+    return shared_rows(found, None if plain else lambda _, value: internal(value))
 
 
 def _literal(value: Any) -> tuple[str, str]:

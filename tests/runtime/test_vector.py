@@ -70,6 +70,21 @@ def test_values_keep_their_types() -> None:
     assert [type(v) for v in there.rows("w")[2]] == [int, float, str, bool]
 
 
+def test_rows_from_duckdb_share_their_values() -> None:
+    """Each distinct value of a column comes back as one Python object, which the rows
+    holding it share (runtime/arrowrows.py), as rows the local backend derives do."""
+    big = 10**9  # (not one of the ints Python keeps one object of)
+    engine = Engine(TC, backend="vector")
+    for i in range(5):
+        engine.insert("link", (big + i, big + i + 1))
+    engine.run()
+    assert engine.vector.local == {}
+    rows = engine.rows("reach")  # (held in DuckDB: read from there)
+    assert rows == [(big + i, big + j) for i in range(5) for j in range(i + 1, 6)]
+    for column in (0, 1):
+        assert len({id(row[column]) for row in rows}) == len({row[column] for row in rows})
+
+
 @pytest.mark.parametrize(("program", "reason"), [
     ("q(1). q(2).\np(X, Y) :- q(X), Y := f_size([X]).\n", "f_size() has no DuckDB equivalent"
                                                           " yet"),
