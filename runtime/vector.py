@@ -824,9 +824,7 @@ class VectorStrata:
     def _fetch(self, table: str, types: Types | None) -> set[Row]:
         if types is None:
             return set()
-        query = self.con.sql(f"SELECT * FROM {table}")
-        found = getattr(query, "to_arrow_table", None) or query.arrow  # (DuckDB 2; 1.x)
-        return _rows(found(), types)
+        return _rows(self.con.sql(f"SELECT * FROM {table}").to_arrow_table(), types)
 
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
