@@ -1261,7 +1261,7 @@ class Fixpoint:
                 self.new_rows = grown
                 self.budget.left = limits.max_tuples - grown
             else:
-                self._within_limits(rounds, delta, rules)
+                self._within_limits(rounds, delta, rules, grown)
             if rounds == 1 and not waiting:
                 for rule in rules:
                     if not rule.triggered_by.isdisjoint(delta):
@@ -1270,14 +1270,15 @@ class Fixpoint:
                     return  # no rule reads what the round added (event heads, most often)
 
     def _within_limits(self, rounds: int, delta: dict[str, set[Row]],
-                       rules: list[_Rule]) -> None:
-        """After a round that added ``delta``: the step may go on, or it has run past a limit
-        (E307, naming the rule that added the most in the round); or, within them, the
-        stratum moves to the offload (``_Moved``; never a recursive min/max's, whose
-        ``delta`` is what propagates in the next round, not every row the round added: a
-        row improved again before it propagated is not counted)."""
+                       rules: list[_Rule], grown: int) -> None:
+        """After a round that added ``delta`` (the step now has ``grown`` new rows): the step
+        may go on, or it has run past a limit (E307, naming the rule that added the most in
+        the round); or, within them, the stratum moves to the offload (``_Moved``; never a
+        recursive min/max's, whose ``delta`` is what propagates in the next round, not
+        every row the round added: a row improved again before it propagated is not
+        counted)."""
         limits = self.limits
-        self.new_rows += sum(map(len, delta.values()))
+        self.new_rows = grown
         self.budget.left = max(0, limits.max_tuples - self.new_rows)
         problem = None
         if rounds > limits.max_rounds:
