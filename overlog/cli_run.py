@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any, TextIO
 
-from overlog import parquetio
+from overlog import columnar, parquetio
 from overlog import syntax as s
 from overlog.csvio import format_cells, format_row
 from overlog.diagnostics import render
@@ -176,8 +176,12 @@ class Printer:
         names += ("step", "time", "table", "op", *(f"field{i}" for i in range(1, width + 1)))
         self.out.write(",".join(names) + "\n")
 
-    def final(self, table: str, rows: list[tuple], step: int = 0, when: float = 0.0) -> None:
-        """A table's rows, formatted a column at a time and written in large chunks."""
+    def final(self, table: str, rows: Any, step: int = 0, when: float = 0.0) -> None:
+        """A table's rows, formatted a column at a time and written in large chunks:
+        ``rows`` a list of tuples, or (text and CSV) ``Engine.sorted_table``'s Arrow table."""
+        if not isinstance(rows, list):
+            self._final_table(table, rows, step, when)
+            return
         if self.fmt == "jsonl":
             for row in rows:
                 self.out.write(json.dumps({**self.fields, "table": table,
@@ -203,6 +207,15 @@ class Printer:
                 lines = iter(["  "] * len(rows))
         while chunk := list(itertools.islice(lines, CHUNK)):
             self.out.write("\n".join(chunk) + "\n")
+
+    def _final_table(self, table: str, rows: Any, step: int, when: float) -> None:
+        if self.fmt == "csv":
+            prefix = format_row((*self.cells, step, when, table, "final"))
+            columnar.write_csv(self.out, rows, prefix, CHUNK)
+            return
+        self.out.write(f"{self.prefix}{table} ({rows.num_rows} "
+                       f"row{'' if rows.num_rows == 1 else 's'})\n")
+        columnar.write_text(self.out, rows, CHUNK)
 
 
 CHUNK = 65536  # lines written at once
@@ -508,7 +521,9 @@ def print_tables(engine: Any, printer: Printer, asked: list[str], watched: list[
                   f"{holder.name}: not printed (--print {name} prints them; -D DIR writes "
                   "them)", file=err)
             continue
-        printer.final(name, engine.rows(name, max_rows=None), engine.step_count, engine.now)
+        table = engine.sorted_table(name) if printer.fmt != "jsonl" else None
+        printer.final(name, engine.rows(name, max_rows=None) if table is None else table,
+                      engine.step_count, engine.now)
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -646,6 +661,10 @@ def write_output(engine, directory: str, fmt: str = "csv") -> None:
                     raise UsageError(f"-D: {error}") from None
                 continue
             with open(temporary, "w", encoding="utf-8", newline="") as f:
+                table = engine.sorted_table(name)
+                if table is not None:
+                    columnar.write_csv(f, table, None, CHUNK)
+                    continue
                 for row in engine.rows(name):
                     f.write(format_row(row) + "\n")
         for temporary, final in written:
@@ -667,8 +686,10 @@ def _write_held(path: str, fmt: str, tables: Iterable[Any]) -> None:
         return
     with open(path, "w", encoding="utf-8", newline="") as f:
         for table in tables:
-            columns = [column.to_pylist() for column in table.columns]
-            f.writelines(format_row(row) + "\n" for row in zip(*columns, strict=True))
+            if table.num_rows and table.num_columns:
+                columnar.write_csv(f, table, None, CHUNK)
+            else:  # (a relation of no fields)
+                f.write("\n" * table.num_rows)
 
 
 def _setting(text: str) -> tuple[str, str]:

@@ -38,6 +38,7 @@ from overlog.plan import (
     where,
 )
 from overlog.printer import format_tuple
+from overlog.runtime.arrowrows import sorted_table
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -402,6 +403,28 @@ class Engine:
                              else ""))
             return sorted_rows(holder.collect(relation))
         return sorted_rows(self.store.rows(relation))
+
+    def sorted_table(self, relation: str) -> Any | None:
+        """A relation's rows, sorted as ``rows`` sorts them, as a pyarrow Table with columns
+        c0, c1, ..., when each column holds 64-bit ints alone or strings alone (what
+        ``overlog run`` prints in bulk); else, or without pyarrow, None: read ``rows``. A
+        relation held in Spark or DuckDB is collected whole, as Arrow."""
+        rel = self._relation(relation)
+        holder = self.holder(relation)
+        if holder is None:
+            return sorted_table(self.store.rows(relation), rel.arity)
+        import pyarrow as pa
+
+        names = [f"c{i}" for i in range(rel.arity)]
+        tables = [(each if isinstance(each, pa.Table) else pa.Table.from_batches([each]))
+                  .rename_columns(names) for each in holder.batches(relation)]
+        if not tables or not rel.arity or not all(
+                (pa.types.is_int64(column.type) or pa.types.is_string(column.type)
+                 or pa.types.is_large_string(column.type)) and not column.null_count
+                for each in tables for column in each.columns):
+            return None
+        table = pa.concat_tables(tables, promote_options="permissive")
+        return table if table.num_rows else None
 
     def why(self, relation: str, row: tuple) -> Explanation:
         """How a tuple came to be (``Engine(provenance=True)``; docs/why.md): a tree of the

@@ -506,6 +506,25 @@ def test_output_of_a_relation_held_in_duckdb(tmp_path: Path) -> None:
                                                                    f"reach.{fmt}"]
 
 
+def test_final_tables_of_a_relation_held_in_duckdb(tmp_path: Path) -> None:
+    """Printed from DuckDB's sorted rows, as Arrow (text and CSV), as the local backend
+    prints them from the store."""
+    program = ('link(1, "a"). link(2, "b"). step(1, 2). step(2, 1).\n'
+               "reach(X, S) :- link(X, S).\nreach(X, S) :- step(X, Y), reach(Y, S).\n")
+    (tmp_path / "p.olg").write_text(program)
+    engine = Engine(program, backend="vector")
+    engine.run()
+    assert engine.vector.held == {"reach": 4}
+    assert engine.sorted_table("reach").to_pylist() == [
+        {"c0": 1, "c1": "a"}, {"c0": 1, "c1": "b"}, {"c0": 2, "c1": "a"}, {"c0": 2, "c1": "b"}]
+    for fmt in ("text", "csv"):
+        outputs = [run_cli(["run", "p.olg", "--backend", backend, "--format", fmt],
+                           cwd=tmp_path) for backend in ("local", "vector")]
+        assert outputs[1] == outputs[0] and outputs[0][0] == 0
+    assert outputs[0][1].splitlines()[-4:] == ["1,0.0,reach,final,1,a", "1,0.0,reach,final,1,b",
+                                               "1,0.0,reach,final,2,a", "1,0.0,reach,final,2,b"]
+
+
 def test_explain_says_where_the_views_run_and_what_lives_in_duckdb(tmp_path: Path) -> None:
     (tmp_path / "p.olg").write_text(TC + "far(X) :- reach(X, _), notin link(X, 1).\n"
                                     "bad(X) :- link(X, Y), Z := X / Y.\n")
