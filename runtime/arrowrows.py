@@ -6,7 +6,8 @@ the rows (sorting them, printing them, indexing them) slower for want of localit
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection
+import math
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 Row = tuple
@@ -16,11 +17,83 @@ def shared_rows(table: Any, convert: Callable[[Any, Any], Any] | None = None) ->
     """``table``'s rows (a pyarrow Table of at least one column); ``convert(column_type,
     value)`` turns each distinct value (Python's, from Arrow; None for a null) into the
     engine's, where given."""
+    if not table.num_rows:
+        return set()
+    return set(zip(*(objects.take(codes).tolist()
+                     for objects, codes in _decoded(table, convert)), strict=True))
+
+
+def indexed_rows(table: Any, convert: Callable[[Any, Any], Any] | None,
+                 indexes: Sequence[tuple[int, ...]]) -> tuple[set[Row], dict | None]:
+    """``shared_rows``, and the rows grouped as a store's hash indexes on ``indexes`` (each
+    a tuple of columns) group them: columns -> key (a column's value, or a tuple of
+    several) -> list of rows; None if the table holds a row twice. Grouped here, from
+    the columns' codes, while the new rows lie in memory in the order they were made:
+    grouping them later, one by one, costs several times more (decision 61)."""
+    import numpy as np
+
+    if not table.num_rows:
+        return set(), {cols: {} for cols in indexes}
+    decoded = _decoded(table, convert)
+    built: dict[tuple[int, ...], dict] = {}
+    listed: list[Row] = []
+    for cols in indexes:
+        order, first = _groups([decoded[c] for c in cols])
+        if not listed:  # the rows are made in the first index's order
+            decoded = [(objects, codes[order]) for objects, codes in decoded]
+            listed = list(zip(*(objects.take(codes).tolist() for objects, codes in decoded),
+                              strict=True))
+            ordered, keys = listed, [decoded[c] for c in cols]
+        else:
+            rows = np.fromiter(listed, dtype=object, count=len(listed))  # (tuples as items)
+            ordered = rows.take(order).tolist()
+            keys = [(decoded[c][0], decoded[c][1][order]) for c in cols]
+        starts = np.flatnonzero(first)
+        values = [objects.take(codes[starts]).tolist() for objects, codes in keys]
+        ends = [*starts[1:].tolist(), len(ordered)]
+        built[cols] = {key: ordered[start:end] for key, start, end in zip(
+            values[0] if len(cols) == 1 else zip(*values, strict=True), starts.tolist(),
+            ends, strict=True)}
+    if not listed:
+        listed = list(zip(*(objects.take(codes).tolist() for objects, codes in decoded),
+                          strict=True))
+    found = set(listed)
+    return found, (built if len(found) == len(listed) else None)
+
+
+DENSE = 1 << 62  # a group's values get one int64 code below this many combinations
+
+
+def _groups(columns: list[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """An order of the rows grouping them by the values of ``columns`` (``_decoded``'s),
+    and, in that order, whether each row starts a group."""
+    import numpy as np
+
+    sizes = [len(objects) for objects, _ in columns]
+    if math.prod(sizes) < DENSE:  # one code for the values of a group
+        key = columns[0][1].astype(np.int64)
+        for (_, codes), size in zip(columns[1:], sizes[1:], strict=True):
+            key = key * size + codes
+        # (a stable sort of 16-bit codes is a radix sort: several times faster)
+        order = np.argsort(key.astype(np.uint16) if math.prod(sizes) <= 1 << 16 else key,
+                           kind="stable")
+        keys = [key[order]]
+    else:
+        order = np.lexsort([codes for _, codes in reversed(columns)])
+        keys = [codes[order] for _, codes in columns]
+    first = np.zeros(len(order), dtype=bool)
+    first[0] = True
+    for key in keys:
+        first[1:] |= key[1:] != key[:-1]
+    return order, first
+
+
+def _decoded(table: Any, convert: Callable[[Any, Any], Any] | None) -> list[tuple[Any, Any]]:
+    """Each column of ``table`` as its distinct values (engine values, in a numpy array of
+    objects) and, for each row, the index of its value there."""
     import numpy as np
     import pyarrow.compute as pc
 
-    if not table.num_rows:
-        return set()
     columns = []
     for column in table.columns:
         # one dictionary for every chunk (the chunks are not joined: a string column past
@@ -30,10 +103,10 @@ def shared_rows(table: Any, convert: Callable[[Any, Any], Any] | None = None) ->
         if convert is not None:
             values = [convert(column.type, value) for value in values]
         objects = np.fromiter(values, dtype=object, count=len(values))  # (tuples as items)
-        indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
-                                  for chunk in chunks])
-        columns.append(objects.take(indices).tolist())
-    return set(zip(*columns, strict=True))
+        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
+                                for chunk in chunks])
+        columns.append((objects, codes))
+    return columns
 
 
 def sorted_table(rows: Collection[Row], width: int) -> Any | None:

@@ -136,6 +136,15 @@ class Store(Protocol):
     def drop_indexes(self, relation: str) -> None:
         """Forget a relation's indexes (but its key's) until a plan reads them; journaled."""
 
+    def index_columns(self, relation: str) -> list[tuple[int, ...]]:
+        """The columns of each index a relation keeps (each a tuple)."""
+
+    def fill(self, relation: str, rows: set[Row],
+             indexes: dict[tuple[int, ...], dict[Any, list[Row]]]) -> None:
+        """``add_many``, with the relation's indexes built elsewhere over its rows and
+        ``rows`` (for each of ``index_columns``: key, a column's value or a tuple of
+        several, -> a list of the rows holding it); journaled."""
+
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the
         store, such as aggregate groups)."""

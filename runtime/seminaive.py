@@ -346,18 +346,29 @@ class Held:
     removed: int
 
 
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """A head's rows to add (nothing removed), with the indexes the store keeps on it
+    already built over all of its rows, those it holds and these (``Store.fill``): the
+    offload groups them from its columns for less than the store would pay indexing them
+    one by one."""
+
+    rows: set[Row]
+    indexes: dict[tuple[int, ...], dict[Any, list[Row]]]
+
+
 class Offload(Protocol):
     """Evaluates rules elsewhere (Spark or DuckDB: ``name``); None leaves them here.
     ``evaluate``: a stratum's view rules, given the step's changes so far (relation -> rows
     added, rows removed) and how many new rows the step may still take (``cap``): each head's
     rows to add and rows no longer derived, or Held for a head whose rows stay there
-    (the store releases them); ``forget``: the result was not taken (evaluate that stratum
-    afresh next time). ``monotone``: ``evaluate`` for a recursive min/max.
-    ``groups``: an aggregate rule's groups, group key (the head's other
-    columns) -> row. ``held``: the relations whose rows it holds; ``changed``: whether the
-    step changed any of them among ``relations``. When ``evaluate`` returns None it has put
-    the held relations the stratum touches back in the store first, with the step's
-    changes."""
+    (the store releases them), or Filled for rows it adds with their indexes; ``forget``:
+    the result was not taken (evaluate that stratum afresh next time). ``monotone``:
+    ``evaluate`` for a recursive min/max. ``groups``: an aggregate rule's groups, group key
+    (the head's other columns) -> row. ``held``: the relations whose rows it holds;
+    ``changed``: whether the step changed any of them among ``relations``. When
+    ``evaluate`` returns None it has put the held relations the stratum touches back in the
+    store first, with the step's changes."""
 
     name: str
     held: Mapping[str, int]
@@ -383,7 +394,7 @@ class Offload(Protocol):
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held] | None: ...
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held | Filled] | None: ...
 
     def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
@@ -666,13 +677,14 @@ class Fixpoint:
                                    for row in store.rows(head) - store.asserted(head)}
         return True
 
-    def _apply(self, stratum: int, found: Mapping[str, tuple[set[Row], set[Row]] | Held],
-               ) -> bool:
+    def _apply(self, stratum: int,
+               found: Mapping[str, tuple[set[Row], set[Row]] | Held | Filled]) -> bool:
         """Put what the offload's evaluation of a stratum changed in the store; False (the
         offload told to forget it) when it passes a step limit."""
         offload = self.offload
         assert offload is not None
-        count = sum(change.added if isinstance(change, Held) else len(change[0])
+        count = sum(change.added if isinstance(change, Held) else len(change.rows)
+                    if isinstance(change, Filled) else len(change[0])
                     for change in found.values())
         if count > self.budget.left or (self.deadline is not None
                                         and time.monotonic() > self.deadline):
@@ -689,6 +701,10 @@ class Fixpoint:
                 store.release(head)
                 self.firings[label] += change.added  # (0 too: it says where it ran)
                 self.held[head] = change
+                continue
+            if isinstance(change, Filled):  # with its indexes
+                store.fill(head, change.rows, change.indexes)
+                self.firings[label] += len(change.rows)
                 continue
             new, old = change
             gone = self._derived_only(head, old)

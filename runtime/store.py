@@ -253,6 +253,24 @@ class Table:
             self._batches.append(batch)
         self.journal.entries.append((self._undo_add_new, (new, batch, back)))
 
+    def fill(self, new: set[Row], indexes: dict[tuple[int, ...], dict[Any, list[Row]]],
+             ) -> None:
+        """``add_new``, with ``indexes`` (for each of the table's index columns: key -> the
+        rows holding it, in a list, of those the table holds and ``new``) as its indexes,
+        instead of indexing the new rows one by one."""
+        assert set(indexes) == set(self.indexes)
+        built = {}
+        for cols in self.indexes:
+            idx = built[cols] = defaultdict(list, indexes[cols])
+            for key, bucket in idx.items():
+                if len(bucket) > BIG_BUCKET:
+                    idx[key] = _SetBucket(bucket)
+        self.journal.entries.append((self._set_indexes, self.indexes))
+        self._set_indexes({})  # (a rollback takes the rows out of no index, then puts
+        self.add_new(new)      # back the empty ones)
+        self.journal.entries.append((self._set_indexes, {}))
+        self._set_indexes(built)
+
     def _undo_add_new(self, args: tuple[set[Row], set[Row], set[Row] | None]) -> None:
         new, batch, back = args
         self._drop(new)
@@ -536,6 +554,13 @@ class LocalStore:
 
     def drop_indexes(self, relation: str) -> None:
         self.tables[relation].drop_indexes()
+
+    def index_columns(self, relation: str) -> list[tuple[int, ...]]:
+        return list(self.tables[relation].indexes)
+
+    def fill(self, relation: str, rows: set[Row],
+             indexes: dict[tuple[int, ...], dict[Any, list[Row]]]) -> None:
+        self.tables[relation].fill(rows, indexes)
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))

@@ -35,10 +35,10 @@ from typing import Any
 
 from overlog import plan as p
 from overlog.limits import MAX_ROUNDS, recursion_room
-from overlog.runtime.arrowrows import shared_rows
+from overlog.runtime.arrowrows import indexed_rows, shared_rows
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
-from overlog.runtime.seminaive import Held
+from overlog.runtime.seminaive import Filled, Held
 from overlog.values import Bool, IntFloat, RingId, internal
 
 Row = tuple
@@ -181,8 +181,12 @@ def columns(rows: Set[Row] | list[Row], arity: int,
 def _rows(found: Any, types: Types) -> set[Row]:
     """DuckDB's rows (an Arrow table) as engine rows, sharing their values
     (runtime/arrowrows.py)."""
+    return shared_rows(found, _converter(types))
+
+
+def _converter(types: Types) -> Callable[[Any, Any], Any] | None:
     plain = all(kind in ("BIGINT", "VARCHAR") for kind in types)
-    return shared_rows(found, None if plain else lambda _, value: internal(value))
+    return None if plain else lambda _, value: internal(value)
 
 
 def _literal(value: Any) -> tuple[str, str]:
@@ -699,22 +703,38 @@ class VectorStrata:
                     first = next((t for t in rule.triggers if not t.negated), None)
                     if first is not None:  # its plan reads every other atom in full
                         self._add(queries, rule.head, translate.select(first.insert))
+            # heads whose rows come back with the store's indexes on them, built from
+            # DuckDB's columns: with auto, whose small steps run in Python (decision 61);
+            # the rest of them if the store holds some already (continuing)
+            filled = [] if incremental or self.threshold is None else [
+                head for head in heads if head not in hold and store.index_columns(head)
+                and (seeds is not None or not store.rows(head))]
             gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
-                                  incremental or seeds is not None)
+                                  incremental or seeds is not None, filled)
         finally:
             self._drop(delta.values())
         self.incremental += incremental
-        changes: dict[str, tuple[set[Row], set[Row]] | Held] = {}
+        changes: dict[str, tuple[set[Row], set[Row]] | Held | Filled] = {}
         for head in heads:
             if head in hold:
                 changes[head] = self._held(head, tables[head], gained[head], incremental,
                                            store)
                 continue
+            stored = store.rows(head)
+            if head in filled:
+                if types[head] is None:  # (no rows)
+                    changes[head] = (set(), set())
+                    continue
+                rows, built = indexed_rows(self.con.sql(f"SELECT * FROM {tables[head]}")
+                                           .to_arrow_table(), _converter(types[head]),  # type: ignore[arg-type]
+                                           store.index_columns(head))
+                rows -= stored  # (continuing: it had rows; ``rows`` is a new set)
+                changes[head] = (rows, set()) if built is None else Filled(rows, built)
+                continue
             if incremental or seeds is not None:  # what is new
                 changes[head] = (gained[head], set())  # type: ignore[assignment]
                 continue
             rows = self._fetch(tables[head], types[head])  # derived and asserted
-            stored = store.rows(head)
             changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
         return changes
 
@@ -829,11 +849,12 @@ class VectorStrata:
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
                 translate: Translator, max_rounds: int, cap: int, gain: bool,
+                counted: Iterable[str] = (),
                 ) -> dict[str, set[Row] | int]:
         """Semi-naive rounds from ``queries`` (reading ``delta``, the tables of new rows)
         until nothing is new: with ``gain``, each head's new rows (how many, for a head
-        held here). The tables of new rows are dropped as the rounds go (``delta`` holds
-        those left)."""
+        held here or ``counted``). The tables of new rows are dropped as the rounds go
+        (``delta`` holds those left)."""
         tables, types = translate.tables, translate.types
         gained: dict[str, str] = {}  # head -> a table of every row it gained
         counts = dict.fromkeys(heads, 0)
@@ -874,7 +895,7 @@ class VectorStrata:
             else:
                 raise Unsupported("more rounds than a step may take (the local backend "
                                   "reports it)")
-            return {head: counts[head] if head in self._holding else
+            return {head: counts[head] if head in self._holding or head in counted else
                     self._fetch(gained[head], types[head]) if head in gained else set()
                     for head in heads}
         finally:

@@ -108,6 +108,30 @@ def test_a_bucket_past_the_limit_becomes_a_set() -> None:
                                       - {(1, 5), (1, 6), (1, 7)})
 
 
+def test_rows_filled_with_their_indexes_are_the_rows_added() -> None:
+    """``fill`` takes indexes built elsewhere over the rows it had and the new ones (a
+    bucket past the limit becoming a set), keeps them up to date, and a rollback takes the
+    rows out and puts the indexes back as they were."""
+    journal = Journal()
+    table = Table("t", 2, False, (0, 1), journal)
+    table.index((0,))
+    table.add((9, 9))
+    journal.entries.clear()
+    new = {(1, i) for i in range(store.BIG_BUCKET + 1)} | {(2, 0)}
+    whole = new | {(9, 9)}
+    table.fill(new, {(0,): {1: [row for row in whole if row[0] == 1], 2: [(2, 0)],
+                            9: [(9, 9)]}})
+    index = table.indexes[(0,)]
+    assert (table.rows, table.added) == (whole, whole)  # (all of this step)
+    assert isinstance(index[1], set) and (index[2], index[9]) == ([(2, 0)], [(9, 9)])
+    table.add((3, 3))
+    table.remove((1, 0))
+    assert _snapshot(table)[1] == {(0,): {1: sorted(new - {(2, 0), (1, 0)}), 2: [(2, 0)],
+                                          3: [(3, 3)], 9: [(9, 9)]}}
+    journal.rollback()
+    assert (table.rows, dict(table.indexes[(0,)])) == ({(9, 9)}, {9: [(9, 9)]})
+
+
 def test_an_aborted_step_restores_last_steps_events() -> None:
     store = LocalStore({"e": Relation(name="e", arity=2, event=True, keys=())})
     store.begin_step()

@@ -218,6 +218,55 @@ def test_auto_moves_a_stratum_to_duckdb_once_its_tables_and_rounds_are_large() -
     assert there.spark.moved == {}
 
 
+def _index(rows, cols) -> dict:
+    """A store's index on ``cols`` of ``rows``, as built row by row (buckets as sets)."""
+    found: dict = {}
+    for row in rows:
+        key = row[cols[0]] if len(cols) == 1 else tuple(row[c] for c in cols)
+        found.setdefault(key, set()).add(row)
+    return found
+
+
+def _buckets(index) -> dict:
+    return {key: set(bucket) for key, bucket in index.items()}
+
+
+def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
+    """The store's indexes on a head DuckDB evaluated arrive built from its columns
+    (decision 61), afresh and continuing from local rounds alike, so that the next small
+    step, run locally, does not index every row first; a rollback of the step takes them
+    out with the rows."""
+    chain = [(i, i + 1) for i in range(1, 12)]
+    # continuing from the store's rows, then a small step run locally; or afresh (the one
+    # recursive query, the store holding no rows), every step in DuckDB
+    for first, threshold, moved in ((chain[:2], 40, {}), ([], 0, {"stratum 0": 77})):
+        here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=threshold)
+        for engine in (here, there):
+            engine.insert_many("link", first)
+            engine.run()
+            engine.insert_many("link", chain[len(first):])
+            engine.run()
+        table = there.store.tables["reach"]
+        assert there.vector.recursive == (0 if first else 1)
+        assert list(table.indexes) == [(0,)] and len(table.rows) == 66
+        assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
+        assert all(type(bucket) is list for bucket in table.indexes[(0,)].values())
+        for engine in (here, there):
+            engine.insert("link", (12, 13))
+            engine.delete("link", (1, 2))
+            engine.run()
+        assert there.vector.local == {} and there.vector.moved == moved
+        assert there.rows("reach") == here.rows("reach")
+        assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
+    engine = Engine(TC + "n(count<X>) :- reach(X, _).\nbad(Y) :- n(N), Y := N / 0.\n",
+                    vector_threshold=0)
+    engine.insert_many("link", chain)
+    (report,) = engine.run(steps=1)  # rolled back: the rows and their indexes go
+    table = engine.store.tables["reach"]
+    assert engine.vector.recursive > 0 and report.errors[0].code == "E302"  # (filled)
+    assert (table.rows, dict(table.indexes[(0,)])) == (set(), {})
+
+
 def test_auto_past_the_spark_threshold_leaves_duckdb_for_spark(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Spark decides first: a stratum past its (higher) threshold runs there, and what DuckDB
