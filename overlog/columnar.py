@@ -37,6 +37,8 @@ def _distinct(column: Any, formatter: Callable[[list], list[str]]) -> tuple[list
     import pyarrow.compute as pc
 
     if isinstance(column, pa.ChunkedArray):
+        if pa.types.is_string(column.type):  # (joined, past 2 GiB: 64-bit offsets)
+            column = column.cast(pa.large_string())
         column = column.combine_chunks()
     encoded = pc.dictionary_encode(column, null_encoding="encode")  # (a null is a value)
     return formatter(encoded.dictionary.to_pylist()), encoded.indices

@@ -24,16 +24,20 @@ def shared_rows(table: Any, convert: Callable[[Any, Any], Any] | None = None) ->
 
 
 def indexed_rows(table: Any, convert: Callable[[Any, Any], Any] | None,
-                 indexes: Sequence[tuple[int, ...]]) -> tuple[set[Row], dict | None]:
-    """``shared_rows``, and the rows grouped as a store's hash indexes on ``indexes`` (each
-    a tuple of columns) group them: columns -> key (a column's value, or a tuple of
-    several) -> list of rows; None if the table holds a row twice. Grouped here, from
-    the columns' codes, while the new rows lie in memory in the order they were made:
-    grouping them later, one by one, costs several times more (decision 61)."""
+                 indexes: Sequence[tuple[int, ...]], born: Any = None,
+                 ) -> tuple[list[set[Row]], dict | None]:
+    """``shared_rows`` (as a list of that one set), and the rows grouped as a store's hash
+    indexes on ``indexes`` (each a tuple of columns) group them: columns -> key (a
+    column's value, or a tuple of several) -> list of rows; None if the table holds a row
+    twice. Grouped here, from the columns' codes, while the new rows lie in memory in the
+    order they were made: grouping them later, one by one, costs several times more
+    (decision 61). With ``born`` (a numpy array of ints: each row's generation), the rows
+    come as one set a generation, the oldest first (a row twice in one generation is
+    found; the caller keeps generations disjoint)."""
     import numpy as np
 
     if not table.num_rows:
-        return set(), {cols: {} for cols in indexes}
+        return [], {cols: {} for cols in indexes}
     decoded = _decoded(table, convert)
     built: dict[tuple[int, ...], dict] = {}
     listed: list[Row] = []
@@ -41,8 +45,9 @@ def indexed_rows(table: Any, convert: Callable[[Any, Any], Any] | None,
         order, first = _groups([decoded[c] for c in cols])
         if not listed:  # the rows are made in the first index's order
             decoded = [(objects, codes[order]) for objects, codes in decoded]
-            listed = list(zip(*(objects.take(codes).tolist() for objects, codes in decoded),
-                              strict=True))
+            listed = _made(decoded)
+            if born is not None:
+                born = born[order]
             ordered, keys = listed, [decoded[c] for c in cols]
         else:
             rows = np.fromiter(listed, dtype=object, count=len(listed))  # (tuples as items)
@@ -55,10 +60,22 @@ def indexed_rows(table: Any, convert: Callable[[Any, Any], Any] | None,
             values[0] if len(cols) == 1 else zip(*values, strict=True), starts.tolist(),
             ends, strict=True)}
     if not listed:
-        listed = list(zip(*(objects.take(codes).tolist() for objects, codes in decoded),
-                          strict=True))
-    found = set(listed)
-    return found, (built if len(found) == len(listed) else None)
+        listed = _made(decoded)
+    if born is None:
+        found = [set(listed)]
+    else:
+        generations, dense = np.unique(born, return_inverse=True)
+        by = np.argsort(dense.astype(np.uint16) if len(generations) <= 1 << 16 else dense,
+                        kind="stable")
+        rows = np.fromiter(listed, dtype=object, count=len(listed)).take(by)
+        bounds = [0, *np.cumsum(np.bincount(dense)).tolist()]
+        found = [set(rows[start:end].tolist()) for start, end in itertools.pairwise(bounds)]
+    return found, (built if sum(map(len, found)) == len(listed) else None)
+
+
+def _made(decoded: list[tuple[Any, Any]]) -> list[Row]:
+    return list(zip(*(objects.take(codes).tolist() for objects, codes in decoded),
+                    strict=True))
 
 
 DENSE = 1 << 62  # a group's values get one int64 code below this many combinations
@@ -109,13 +126,16 @@ def _decoded(table: Any, convert: Callable[[Any, Any], Any] | None) -> list[tupl
     return columns
 
 
+_PLAIN = frozenset({int, str})
+
+
 def sorted_table(rows: Collection[Row], width: int) -> Any | None:
     """``rows`` (of ``width`` fields) as a pyarrow Table with columns c0, c1, ..., sorted
     as ``report.sorted_rows`` sorts them, when each column holds ints of 64 bits alone or
     strings alone (the common case, sorted here several times faster than in Python); else,
     or without pyarrow, None. Strings sort alike: UTF-8's bytes are in code point order."""
-    if not rows or not width:
-        return None
+    if not rows or not width or not _PLAIN.issuperset(map(type, next(iter(rows)))):
+        return None  # (a first row of another type: no pass over the rows for nothing)
     try:
         import pyarrow as pa
         import pyarrow.compute as pc

@@ -139,11 +139,12 @@ class Store(Protocol):
     def index_columns(self, relation: str) -> list[tuple[int, ...]]:
         """The columns of each index a relation keeps (each a tuple)."""
 
-    def fill(self, relation: str, rows: set[Row],
+    def fill(self, relation: str, generations: list[set[Row]],
              indexes: dict[tuple[int, ...], dict[Any, list[Row]]]) -> None:
-        """``add_many``, with the relation's indexes built elsewhere over its rows and
-        ``rows`` (for each of ``index_columns``: key, a column's value or a tuple of
-        several, -> a list of the rows holding it); journaled."""
+        """``add_many`` of each of ``generations`` (rows born together, the oldest first,
+        each after a ``tick``), with the new rows' indexes built elsewhere (for each of
+        ``index_columns``: key, a column's value or a tuple of several, -> a list of the
+        new rows holding it); journaled."""
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         """Journal ``undo(arg)`` to run if the step rolls back (for state kept beside the

@@ -415,16 +415,19 @@ class Engine:
             return sorted_table(self.store.rows(relation), rel.arity)
         import pyarrow as pa
 
-        names = [f"c{i}" for i in range(rel.arity)]
-        tables = [(each if isinstance(each, pa.Table) else pa.Table.from_batches([each]))
-                  .rename_columns(names) for each in holder.batches(relation)]
-        if not tables or not rel.arity or not all(
-                (pa.types.is_int64(column.type) or pa.types.is_string(column.type)
-                 or pa.types.is_large_string(column.type)) and not column.null_count
-                for each in tables for column in each.columns):
+        if not rel.arity:
             return None
-        table = pa.concat_tables(tables, promote_options="permissive")
-        return table if table.num_rows else None
+        names = [f"c{i}" for i in range(rel.arity)]
+        tables = []
+        for each in holder.batches(relation):  # (a batch of other types: none more)
+            each = (each if isinstance(each, pa.Table) else pa.Table.from_batches([each]))
+            if not all((pa.types.is_int64(column.type) or pa.types.is_string(column.type)
+                        or pa.types.is_large_string(column.type)) and not column.null_count
+                       for column in each.columns):
+                return None
+            tables.append(each.rename_columns(names))
+        table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        return table if table is not None and table.num_rows else None
 
     def why(self, relation: str, row: tuple) -> Explanation:
         """How a tuple came to be (``Engine(provenance=True)``; docs/why.md): a tree of the

@@ -348,13 +348,14 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class Filled:
-    """A head's rows to add (nothing removed), with the indexes the store keeps on it
-    already built over all of its rows, those it holds and these (``Store.fill``): the
-    offload groups them from its columns for less than the store would pay indexing them
-    one by one."""
+    """A head's rows to add (nothing removed), one set a generation (``births``: in the
+    order its rounds derived them, as the local rounds do; else one set), with the store's
+    indexes on them (``Store.fill``): the offload groups them from its columns for less
+    than the store would pay indexing them one by one."""
 
-    rows: set[Row]
+    generations: list[set[Row]]
     indexes: dict[tuple[int, ...], dict[Any, list[Row]]]
+    births: bool
 
 
 class Offload(Protocol):
@@ -683,9 +684,9 @@ class Fixpoint:
         offload told to forget it) when it passes a step limit."""
         offload = self.offload
         assert offload is not None
-        count = sum(change.added if isinstance(change, Held) else len(change.rows)
-                    if isinstance(change, Filled) else len(change[0])
-                    for change in found.values())
+        count = sum(change.added if isinstance(change, Held) else
+                    sum(map(len, change.generations)) if isinstance(change, Filled) else
+                    len(change[0]) for change in found.values())
         if count > self.budget.left or (self.deadline is not None
                                         and time.monotonic() > self.deadline):
             offload.forget(stratum, self.store)
@@ -693,8 +694,13 @@ class Fixpoint:
         self.budget.left -= count
         self.new_rows += count
         store = self.store
-        for name in self.own.get(stratum, ()):  # rows derived there come here all at once
-            store.set_ordered(name, False)
+        for name in self.own.get(stratum, ()):  # rows derived there come here all at once,
+            change = found.get(name)           # unless born as they were derived
+            if not (isinstance(change, Filled) and change.births):
+                store.set_ordered(name, False)
+            elif not store.rows(name):  # (all of its rows now have their births)
+                store.reset_births(name)
+                store.set_ordered(name, True)
         label = f"stratum {stratum} on {offload.name}"
         for head, change in found.items():
             if isinstance(change, Held):  # its rows stay there
@@ -703,8 +709,8 @@ class Fixpoint:
                 self.held[head] = change
                 continue
             if isinstance(change, Filled):  # with its indexes
-                store.fill(head, change.rows, change.indexes)
-                self.firings[label] += len(change.rows)
+                store.fill(head, change.generations, change.indexes)
+                self.firings[label] += sum(map(len, change.generations))
                 continue
             new, old = change
             gone = self._derived_only(head, old)

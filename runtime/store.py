@@ -253,21 +253,28 @@ class Table:
             self._batches.append(batch)
         self.journal.entries.append((self._undo_add_new, (new, batch, back)))
 
-    def fill(self, new: set[Row], indexes: dict[tuple[int, ...], dict[Any, list[Row]]],
-             ) -> None:
-        """``add_new``, with ``indexes`` (for each of the table's index columns: key -> the
-        rows holding it, in a list, of those the table holds and ``new``) as its indexes,
-        instead of indexing the new rows one by one."""
+    def fill(self, generations: list[set[Row]],
+             indexes: dict[tuple[int, ...], dict[Any, list[Row]]],
+             tick: Callable[[], None]) -> None:
+        """``add_new`` of each of ``generations`` (rows absent, born together; ``tick``
+        before each: born after every row there), with ``indexes`` (for each of the
+        table's index columns: key -> a list of the new rows holding it) merged into the
+        table's own, instead of indexing the rows one by one. A bucket the new rows join
+        is copied (a rollback puts the old indexes back as they were)."""
         assert set(indexes) == set(self.indexes)
         built = {}
-        for cols in self.indexes:
-            idx = built[cols] = defaultdict(list, indexes[cols])
-            for key, bucket in idx.items():
-                if len(bucket) > BIG_BUCKET:
-                    idx[key] = _SetBucket(bucket)
+        for cols, old in self.indexes.items():
+            idx = built[cols] = defaultdict(list, old)
+            for key, bucket in indexes[cols].items():
+                held = old.get(key)
+                if held is not None:
+                    bucket = [*held, *bucket]
+                idx[key] = _SetBucket(bucket) if len(bucket) > BIG_BUCKET else bucket
         self.journal.entries.append((self._set_indexes, self.indexes))
-        self._set_indexes({})  # (a rollback takes the rows out of no index, then puts
-        self.add_new(new)      # back the empty ones)
+        self._set_indexes({})  # (a rollback takes the rows out of no index, then puts the
+        for rows in generations:  # old ones back)
+            tick()
+            self.add_new(rows)
         self.journal.entries.append((self._set_indexes, {}))
         self._set_indexes(built)
 
@@ -558,9 +565,9 @@ class LocalStore:
     def index_columns(self, relation: str) -> list[tuple[int, ...]]:
         return list(self.tables[relation].indexes)
 
-    def fill(self, relation: str, rows: set[Row],
+    def fill(self, relation: str, generations: list[set[Row]],
              indexes: dict[tuple[int, ...], dict[Any, list[Row]]]) -> None:
-        self.tables[relation].fill(rows, indexes)
+        self.tables[relation].fill(generations, indexes, self.tick)
 
     def on_rollback(self, undo: Callable[[Any], Any], arg: Any) -> None:
         self.journal.entries.append((undo, arg))

@@ -578,7 +578,7 @@ class VectorStrata:
 
     def evaluate(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
-                 cap: int) -> dict[str, tuple[set[Row], set[Row]]] | None:
+                 cap: int) -> dict[str, tuple[set[Row], set[Row]] | Held | Filled] | None:
         """What the views' evaluation changes, given the step's changes so far: each
         head's rows to add and rows no longer derived; or None: the stratum runs locally
         (see ``local``), which also happens past ``max_rounds`` rounds or ``cap`` new rows
@@ -595,7 +595,7 @@ class VectorStrata:
 
     def continues(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                   delta: Mapping[str, set[Row]], cap: int,
-                  ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+                  ) -> dict[str, tuple[set[Row], set[Row]] | Held | Filled] | None:
         """After ``moves`` said yes in the middle of a step: the rows the views derive
         beyond the store's, from its tables as they are, the local rounds having derived
         all but what ``delta`` (their last round's new rows) derives; None: the stratum
@@ -608,8 +608,8 @@ class VectorStrata:
             stratum, rules, store, max_rounds, {}, {}, cap, delta))
 
     def _attempt(self, stratum: int, store: Any,
-                 work: Callable[[], dict[str, tuple[set[Row], set[Row]]]],
-                 ) -> dict[str, tuple[set[Row], set[Row]]] | None:
+                 work: Callable[[], dict[str, tuple[set[Row], set[Row]] | Held | Filled]],
+                 ) -> dict[str, tuple[set[Row], set[Row]] | Held | Filled] | None:
         """``work()``, or None when the stratum runs locally: its reason in ``local``."""
         reason = self.never.get(stratum)
         if reason is None:
@@ -649,7 +649,7 @@ class VectorStrata:
     def _evaluate(self, stratum: int, rules: list[p.RulePlan], store: Any, max_rounds: int,
                   plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                   cap: int, seeds: Mapping[str, set[Row]] | None = None,
-                  ) -> dict[str, tuple[set[Row], set[Row]] | Held]:
+                  ) -> dict[str, tuple[set[Row], set[Row]] | Held | Filled]:
         """From the resident tables and the step's new rows (incremental), or afresh from
         the store's tables and the heads' asserted rows, or, with ``seeds``, continuing
         from the store's tables with ``seeds`` (rows of them) as the new rows."""
@@ -692,10 +692,11 @@ class VectorStrata:
             translate = Translator(tables, types, self.arity)
             self._check(stratum, rules, translate)
             queries: dict[str, list[tuple[str, Types]]] = {head: [] for head in heads}
+            one = False  # whether one recursive query did it all
             if incremental or seeds is not None:
                 self._triggered(rules, delta, translate, queries)
             elif self._recursive(rules, heads, translate, max_rounds, cap):
-                pass  # one query did it all
+                one = True
             else:
                 for rule in rules:
                     if rule.start is not None:
@@ -703,12 +704,13 @@ class VectorStrata:
                     first = next((t for t in rule.triggers if not t.negated), None)
                     if first is not None:  # its plan reads every other atom in full
                         self._add(queries, rule.head, translate.select(first.insert))
-            # heads whose rows come back with the store's indexes on them, built from
-            # DuckDB's columns: with auto, whose small steps run in Python (decision 61);
-            # the rest of them if the store holds some already (continuing)
-            filled = [] if incremental or self.threshold is None else [
-                head for head in heads if head not in hold and store.index_columns(head)
-                and (seeds is not None or not store.rows(head))]
+            # a head whose rows come back with the store's indexes on them, built from
+            # DuckDB's columns, and born as the rounds derived them: with auto, whose
+            # small steps run in Python (decision 61); evaluated afresh from no rows, or
+            # continuing from the local rounds
+            filled = [head for head in heads if head not in hold and store.index_columns(head)
+                      and (seeds is not None or not store.rows(head))] \
+                if len(heads) == 1 and not incremental and self.threshold is not None else []
             gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
                                   incremental or seeds is not None, filled)
         finally:
@@ -722,14 +724,8 @@ class VectorStrata:
                 continue
             stored = store.rows(head)
             if head in filled:
-                if types[head] is None:  # (no rows)
-                    changes[head] = (set(), set())
-                    continue
-                rows, built = indexed_rows(self.con.sql(f"SELECT * FROM {tables[head]}")
-                                           .to_arrow_table(), _converter(types[head]),  # type: ignore[arg-type]
-                                           store.index_columns(head))
-                rows -= stored  # (continuing: it had rows; ``rows`` is a new set)
-                changes[head] = (rows, set()) if built is None else Filled(rows, built)
+                changes[head] = self._filled(head, tables[head] if one else gained[head],
+                                             types[head], store.index_columns(head), not one)  # type: ignore[arg-type]
                 continue
             if incremental or seeds is not None:  # what is new
                 changes[head] = (gained[head], set())  # type: ignore[assignment]
@@ -737,6 +733,27 @@ class VectorStrata:
             rows = self._fetch(tables[head], types[head])  # derived and asserted
             changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
         return changes
+
+    def _filled(self, head: str, table: str | None, types: Types | None,
+                indexes: list[tuple[int, ...]], born: bool,
+                ) -> Filled | tuple[set[Row], set[Row]]:
+        """A head's new rows in ``table`` (with ``born``: the rounds' table of them, each
+        with its round, which goes after), with the store's indexes on them."""
+        if table is None or types is None:  # (none)
+            return set(), set()
+        try:
+            arrow = self.con.sql(f"SELECT * FROM {table}").to_arrow_table()
+        finally:
+            if born:
+                self._drop([table])
+        rounds = None
+        if born:
+            rounds = arrow.column(arrow.num_columns - 1).to_numpy()
+            arrow = arrow.remove_column(arrow.num_columns - 1)
+        generations, built = indexed_rows(arrow, _converter(types), indexes, rounds)
+        if built is None or not generations:  # (a row twice: not from these tables)
+            return set().union(*generations), set()
+        return Filled(generations, built, born)
 
     def _check(self, stratum: int, rules: list[p.RulePlan], translate: Translator) -> None:
         """Unsupported when a plan the local backend could run in this step could fail on
@@ -849,18 +866,21 @@ class VectorStrata:
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
                 translate: Translator, max_rounds: int, cap: int, gain: bool,
-                counted: Iterable[str] = (),
-                ) -> dict[str, set[Row] | int]:
+                born: Iterable[str] = (),
+                ) -> dict[str, Any]:
         """Semi-naive rounds from ``queries`` (reading ``delta``, the tables of new rows)
         until nothing is new: with ``gain``, each head's new rows (how many, for a head
-        held here or ``counted``). The tables of new rows are dropped as the rounds go
-        (``delta`` holds those left)."""
+        held here); for a head in ``born``, a table of its new rows, each with the round
+        that derived it in a last column (None: no rows; the caller drops it). The tables
+        of new rows are dropped as the rounds go (``delta`` holds those left)."""
         tables, types = translate.tables, translate.types
         gained: dict[str, str] = {}  # head -> a table of every row it gained
+        born = set(born)
         counts = dict.fromkeys(heads, 0)
         count = 0
+        kept = False
         try:
-            for _ in range(max_rounds + 1):  # the last finds nothing new
+            for turn in range(max_rounds + 1):  # the last finds nothing new
                 used = dict(delta)  # the tables the queries read: dropped once run
                 delta.clear()
                 try:
@@ -874,13 +894,14 @@ class VectorStrata:
                             delta[head] = table
                             count += new
                             counts[head] += new
-                            if gain and head in gained:
-                                self.con.execute(
-                                    f"INSERT INTO {gained[head]} SELECT * FROM {table}")
-                            elif gain and head not in self._holding:
+                            tagged = f", {turn} AS g" if head in born else ""
+                            if (gain or head in born) and head in gained:
+                                self.con.execute(f"INSERT INTO {gained[head]} SELECT *"
+                                                 f"{tagged} FROM {table}")
+                            elif (gain or head in born) and head not in self._holding:
                                 gained[head] = self._fresh()
                                 self.con.execute(f"CREATE TEMP TABLE {gained[head]} AS "
-                                                 f"SELECT * FROM {table}")
+                                                 f"SELECT *{tagged} FROM {table}")
                         else:
                             self._drop([table])
                 finally:
@@ -895,11 +916,14 @@ class VectorStrata:
             else:
                 raise Unsupported("more rounds than a step may take (the local backend "
                                   "reports it)")
-            return {head: counts[head] if head in self._holding or head in counted else
-                    self._fetch(gained[head], types[head]) if head in gained else set()
-                    for head in heads}
+            found = {head: counts[head] if head in self._holding else gained.get(head)
+                     if head in born else self._fetch(gained[head], types[head])
+                     if head in gained else set() for head in heads}
+            kept = True
+            return found
         finally:
-            self._drop(gained.values())
+            self._drop([table for head, table in gained.items()
+                        if not (kept and head in born)])
 
     def _triggered(self, rules: list[p.RulePlan], delta: Mapping[str, str],
                    translate: Translator, queries: dict[str, list[tuple[str, Types]]]) -> None:

@@ -109,27 +109,48 @@ def test_a_bucket_past_the_limit_becomes_a_set() -> None:
 
 
 def test_rows_filled_with_their_indexes_are_the_rows_added() -> None:
-    """``fill`` takes indexes built elsewhere over the rows it had and the new ones (a
-    bucket past the limit becoming a set), keeps them up to date, and a rollback takes the
-    rows out and puts the indexes back as they were."""
-    journal = Journal()
-    table = Table("t", 2, False, (0, 1), journal)
+    """``fill`` adds generations of rows, ticking between them, and merges the indexes
+    built elsewhere over them into the table's (a bucket past the limit becoming a set);
+    they are kept up to date, and a rollback takes the rows out and puts the indexes back
+    as they were."""
+    relations = {"t": Relation(name="t", arity=2, event=False, keys=(0, 1))}
+    tables = LocalStore(relations)
+    tables.track("t")
+    table = tables.tables["t"]
     table.index((0,))
-    table.add((9, 9))
-    journal.entries.clear()
-    new = {(1, i) for i in range(store.BIG_BUCKET + 1)} | {(2, 0)}
-    whole = new | {(9, 9)}
-    table.fill(new, {(0,): {1: [row for row in whole if row[0] == 1], 2: [(2, 0)],
-                            9: [(9, 9)]}})
+    tables.add("t", (9, 9))
+    tables.add("t", (1, -1))
+    tables.commit()
+    first = {(1, i) for i in range(store.BIG_BUCKET + 1)}
+    tables.fill("t", [first, {(2, 0), (9, 8)}],
+                {(0,): {1: sorted(first), 2: [(2, 0)], 9: [(9, 8)]}})
     index = table.indexes[(0,)]
-    assert (table.rows, table.added) == (whole, whole)  # (all of this step)
-    assert isinstance(index[1], set) and (index[2], index[9]) == ([(2, 0)], [(9, 9)])
-    table.add((3, 3))
-    table.remove((1, 0))
-    assert _snapshot(table)[1] == {(0,): {1: sorted(new - {(2, 0), (1, 0)}), 2: [(2, 0)],
-                                          3: [(3, 3)], 9: [(9, 9)]}}
-    journal.rollback()
-    assert (table.rows, dict(table.indexes[(0,)])) == ({(9, 9)}, {9: [(9, 9)]})
+    assert table.rows == first | {(9, 9), (1, -1), (2, 0), (9, 8)}
+    assert isinstance(index[1], set) and len(index[1]) == store.BIG_BUCKET + 2
+    assert (index[2], sorted(index[9])) == ([(2, 0)], [(9, 8), (9, 9)])
+    births = tables.births("t")
+    assert [rows for _, rows in births] == [{(9, 9), (1, -1)}, first, {(2, 0), (9, 8)}]
+    assert births[1][0] < births[2][0]  # (ticked between them)
+    tables.add("t", (3, 3))
+    tables.remove("t", (1, 0))
+    _check_indexes(table)
+    tables.rollback()
+    assert (table.rows, table.added, table.removed) == ({(9, 9), (1, -1)},) * 2 + (set(),)
+    assert {key: sorted(bucket) for key, bucket in table.indexes[(0,)].items()} == {
+        1: [(1, -1)], 9: [(9, 9)]}
+    tables.add("t", (1, 7))  # (the indexes put back are kept up to date)
+    _check_indexes(table)
+
+
+def test_filled_rows_join_an_index_of_several_columns() -> None:
+    journal = Journal()
+    table = Table("t", 3, False, (0, 1, 2), journal)
+    table.index((0, 2))
+    table.add((1, 5, 2))
+    table.fill([{(1, 6, 2), (2, 6, 2)}], {(0, 2): {(1, 2): [(1, 6, 2)], (2, 2): [(2, 6, 2)]}},
+               lambda: None)
+    _check_indexes(table)
+    assert sorted(table.indexes[(0, 2)][(1, 2)]) == [(1, 5, 2), (1, 6, 2)]
 
 
 def test_an_aborted_step_restores_last_steps_events() -> None:

@@ -232,10 +232,11 @@ def _buckets(index) -> dict:
 
 
 def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
-    """The store's indexes on a head DuckDB evaluated arrive built from its columns
-    (decision 61), afresh and continuing from local rounds alike, so that the next small
-    step, run locally, does not index every row first; a rollback of the step takes them
-    out with the rows."""
+    """The store's indexes on a head DuckDB evaluated arrive built from its columns, and
+    its rows born round by round (decision 61), afresh and continuing from local rounds
+    alike, so that the next small step, run locally, does not index every row first, and
+    a deletion's support check works; a rollback of the step takes them out with the
+    rows."""
     chain = [(i, i + 1) for i in range(1, 12)]
     # continuing from the store's rows, then a small step run locally; or afresh (the one
     # recursive query, the store holding no rows), every step in DuckDB
@@ -248,6 +249,13 @@ def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
             engine.run()
         table = there.store.tables["reach"]
         assert there.vector.recursive == (0 if first else 1)
+        # continuing, the rows are born round by round, as the local backend's are (for
+        # the support check of a deletion); the one recursive query has no rounds
+        assert there.store.ordered("reach") == bool(first)
+        if first:
+            assert there.store.births("reach") and [
+                rows for _, rows in there.store.births("reach")] == [
+                rows for _, rows in here.store.births("reach")]
         assert list(table.indexes) == [(0,)] and len(table.rows) == 66
         assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
         assert all(type(bucket) is list for bucket in table.indexes[(0,)].values())
@@ -258,6 +266,16 @@ def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
         assert there.vector.local == {} and there.vector.moved == moved
         assert there.rows("reach") == here.rows("reach")
         assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
+    # afresh in rounds (two recursive atoms: not one recursive query), from no rows
+    square = TC.replace("link(X, Y), reach(Y, Z)", "reach(X, Y), reach(Y, Z)")
+    here, there = Engine(square, backend="local"), Engine(square, vector_threshold=0)
+    for engine in (here, there):
+        engine.insert_many("link", [*chain, (11, 1)])
+        engine.run()
+    assert (there.vector.recursive, there.store.ordered("reach")) == (0, True)
+    assert [len(rows) for _, rows in there.store.births("reach")] == [12, 12, 24, 48, 36]
+    assert [rows for _, rows in there.store.births("reach")] == [
+        rows for _, rows in here.store.births("reach")]
     engine = Engine(TC + "n(count<X>) :- reach(X, _).\nbad(Y) :- n(N), Y := N / 0.\n",
                     vector_threshold=0)
     engine.insert_many("link", chain)
