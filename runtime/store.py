@@ -9,10 +9,8 @@ present: the callers check.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -110,33 +108,6 @@ def _unindex_many(idx: dict[Any, list | _SetBucket], cols: tuple[int, ...],
                 idx[key] = [row for row in bucket if row not in gone]
         else:
             bucket.difference_update(rows)
-
-
-BULK_ROWS = 65536  # rows arriving at once from which ``bulk`` is worth it
-
-
-@contextlib.contextmanager
-def bulk(rows: int) -> Iterator[None]:
-    """For ``rows`` rows (at least BULK_ROWS) made or added at once: no young collection
-    meanwhile, then every container the garbage collector tracks moved to its oldest
-    generation at once (``gc.freeze`` then ``gc.unfreeze``: no pass over them), unless
-    someone froze some. Rows arriving in bulk come in young sets and lists (index
-    buckets), which each young collection would visit, every row of them, until they grow
-    old: 0.1-0.3 s each time for a million rows, paid meanwhile and by whatever small
-    step came next. Young garbage of the process waits for a full collection instead."""
-    if rows < BULK_ROWS:
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        if not gc.get_freeze_count():
-            gc.freeze()
-            gc.unfreeze()
 
 
 class Journal:
@@ -301,10 +272,9 @@ class Table:
                 idx[key] = _SetBucket(bucket) if len(bucket) > BIG_BUCKET else bucket
         self.journal.entries.append((self._set_indexes, self.indexes))
         self._set_indexes({})  # (a rollback takes the rows out of no index, then puts the
-        with bulk(sum(map(len, generations))):  # old ones back)
-            for rows in generations:
-                tick()
-                self.add_new(rows)
+        for rows in generations:  # old ones back)
+            tick()
+            self.add_new(rows)
         self.journal.entries.append((self._set_indexes, {}))
         self._set_indexes(built)
 

@@ -39,7 +39,6 @@ from overlog.runtime.arrowrows import indexed_rows, shared_rows
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Filled, Held
-from overlog.runtime.store import bulk
 from overlog.values import Bool, IntFloat, RingId, internal
 
 Row = tuple
@@ -751,8 +750,7 @@ class VectorStrata:
         if born:
             rounds = arrow.column(arrow.num_columns - 1).to_numpy()
             arrow = arrow.remove_column(arrow.num_columns - 1)
-        with bulk(arrow.num_rows):
-            generations, built = indexed_rows(arrow, _converter(types), indexes, rounds)
+        generations, built = indexed_rows(arrow, _converter(types), indexes, rounds)
         if built is None or not generations:  # (a row twice: not from these tables)
             return set().union(*generations), set()
         return Filled(generations, built, born)

@@ -168,30 +168,3 @@ def test_an_aborted_step_restores_last_steps_events() -> None:
     assert store.table("e").index((1,)) == {"a": [(1, "a")], "b": [(2, "b")]}
     store.begin_step()  # and the step can start again
     assert store.removed("e") == {(1, "a"), (2, "b")}
-
-
-def test_rows_filled_in_bulk_are_promoted_to_the_oldest_generation() -> None:
-    """Young collections after a bulk fill do not visit its containers (a pass over every
-    row): every tracked object moves to the oldest generation, unless someone froze
-    some (then nothing moves, and what they froze stays frozen)."""
-    import gc
-
-    def generation(obj: object) -> int | None:
-        return next((g for g in range(3) if any(o is obj for o in gc.get_objects(g))), None)
-
-    for frozen in (False, True):
-        table = Table("t", 2, False, (0, 1), Journal())
-        table.index((0,))
-        rows = {(i % 7, i) for i in range(store.BULK_ROWS)}
-        buckets = {k: sorted(r for r in rows if r[0] == k) for k in range(7)}
-        if frozen:
-            gc.freeze()
-        try:
-            mine = [object()]  # (a young container of someone else's)
-            table.fill([rows], {(0,): buckets}, lambda: None)
-            assert (generation(mine), bool(gc.get_freeze_count())) == (
-                (0, True) if frozen else (2, False))
-            if not frozen:
-                assert generation(table.indexes[(0,)][3]) == 2
-        finally:
-            gc.unfreeze()
