@@ -1,7 +1,9 @@
 """Rows from Arrow tables (what DuckDB and Spark hand back) as engine rows in which each
 distinct value of a column is one Python object, shared by every row holding it, as in rows
 the local backend derives: a value per row would take memory, and make every later pass over
-the rows (sorting them, printing them, indexing them) slower for want of locality."""
+the rows (sorting them, printing them, indexing them) slower for want of locality. With
+them, if asked, the store's indexes on them and their generations (``indexed_rows``). And
+the other way, a table's rows sorted as an Arrow table, for printing (``sorted_table``)."""
 
 from __future__ import annotations
 
