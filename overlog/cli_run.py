@@ -176,12 +176,8 @@ class Printer:
         names += ("step", "time", "table", "op", *(f"field{i}" for i in range(1, width + 1)))
         self.out.write(",".join(names) + "\n")
 
-    def final(self, table: str, rows: Any, step: int = 0, when: float = 0.0) -> None:
-        """A table's rows, formatted a column at a time and written in large chunks:
-        ``rows`` a list of tuples, or (text and CSV) ``Engine.sorted_table``'s Arrow table."""
-        if not isinstance(rows, list):
-            self._final_table(table, rows, step, when)
-            return
+    def final(self, table: str, rows: list[tuple], step: int = 0, when: float = 0.0) -> None:
+        """A table's rows, formatted a column at a time and written in large chunks."""
         if self.fmt == "jsonl":
             for row in rows:
                 self.out.write(json.dumps({**self.fields, "table": table,
@@ -208,7 +204,9 @@ class Printer:
         while chunk := list(itertools.islice(lines, CHUNK)):
             self.out.write("\n".join(chunk) + "\n")
 
-    def _final_table(self, table: str, rows: Any, step: int, when: float) -> None:
+    def final_table(self, table: str, rows: Any, step: int = 0, when: float = 0.0) -> None:
+        """``final`` of ``Engine.sorted_table``'s Arrow table (text and CSV)."""
+        assert self.fmt != "jsonl"
         if self.fmt == "csv":
             prefix = format_row((*self.cells, step, when, table, "final"))
             columnar.write_csv(self.out, rows, prefix, CHUNK)
@@ -522,8 +520,11 @@ def print_tables(engine: Any, printer: Printer, asked: list[str], watched: list[
                   "them)", file=err)
             continue
         table = engine.sorted_table(name) if printer.fmt != "jsonl" else None
-        printer.final(name, engine.rows(name, max_rows=None) if table is None else table,
-                      engine.step_count, engine.now)
+        if table is not None:
+            printer.final_table(name, table, engine.step_count, engine.now)
+        else:
+            printer.final(name, engine.rows(name, max_rows=None), engine.step_count,
+                          engine.now)
 
 
 def _is_terminal(stream: TextIO) -> bool:

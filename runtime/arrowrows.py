@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 Row = tuple
@@ -129,6 +129,29 @@ def _decoded(table: Any, convert: Callable[[Any, Any], Any] | None) -> list[tupl
 
 
 _PLAIN = frozenset({int, str})
+
+
+def sorted_batches(batches: Iterable[Any], width: int) -> Any | None:
+    """Arrow tables (or record batches) of a relation of ``width`` fields, sorted as
+    ``report.sorted_rows`` sorts rows (as Spark and DuckDB hand back a relation they
+    hold), as one table with columns c0, c1, ..., when each column holds 64-bit ints alone
+    or strings alone, without nulls; else (or no rows) None, having read no batch past the
+    first of another kind."""
+    import pyarrow as pa
+
+    if not width:
+        return None
+    names = [f"c{i}" for i in range(width)]
+    tables = []
+    for each in batches:
+        each = each if isinstance(each, pa.Table) else pa.Table.from_batches([each])
+        if not all((pa.types.is_int64(column.type) or pa.types.is_string(column.type)
+                    or pa.types.is_large_string(column.type)) and not column.null_count
+                   for column in each.columns):
+            return None
+        tables.append(each.rename_columns(names))
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+    return table if table is not None and table.num_rows else None
 
 
 def sorted_table(rows: Collection[Row], width: int) -> Any | None:

@@ -38,7 +38,7 @@ from overlog.plan import (
     where,
 )
 from overlog.printer import format_tuple
-from overlog.runtime.arrowrows import sorted_table
+from overlog.runtime.arrowrows import sorted_batches, sorted_table
 from overlog.runtime.backend import BackendFactory, FrameInput, InputFailure, PlanFailure
 from overlog.runtime.builtins import make_functions
 from overlog.runtime.clock import Clock, make_clock
@@ -413,21 +413,7 @@ class Engine:
         holder = self.holder(relation)
         if holder is None:
             return sorted_table(self.store.rows(relation), rel.arity)
-        import pyarrow as pa
-
-        if not rel.arity:
-            return None
-        names = [f"c{i}" for i in range(rel.arity)]
-        tables = []
-        for each in holder.batches(relation):  # (a batch of other types: none more)
-            each = (each if isinstance(each, pa.Table) else pa.Table.from_batches([each]))
-            if not all((pa.types.is_int64(column.type) or pa.types.is_string(column.type)
-                        or pa.types.is_large_string(column.type)) and not column.null_count
-                       for column in each.columns):
-                return None
-            tables.append(each.rename_columns(names))
-        table = pa.concat_tables(tables, promote_options="permissive") if tables else None
-        return table if table is not None and table.num_rows else None
+        return sorted_batches(holder.batches(relation), rel.arity)
 
     def why(self, relation: str, row: tuple) -> Explanation:
         """How a tuple came to be (``Engine(provenance=True)``; docs/why.md): a tree of the

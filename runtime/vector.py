@@ -178,13 +178,9 @@ def columns(rows: Set[Row] | list[Row], arity: int,
         arrays[f"c{i}"] = pa.array(values, type=arrow[kind])
     return tuple(found), pa.table(arrays)  # type: ignore[arg-type]
 
-def _rows(found: Any, types: Types) -> set[Row]:
-    """DuckDB's rows (an Arrow table) as engine rows, sharing their values
-    (runtime/arrowrows.py)."""
-    return shared_rows(found, _converter(types))
-
-
 def _converter(types: Types) -> Callable[[Any, Any], Any] | None:
+    """How DuckDB's values of these column types become the engine's (None: as they are;
+    runtime/arrowrows.py)."""
     plain = all(kind in ("BIGINT", "VARCHAR") for kind in types)
     return None if plain else lambda _, value: internal(value)
 
@@ -724,8 +720,8 @@ class VectorStrata:
                 continue
             stored = store.rows(head)
             if head in filled:
-                changes[head] = self._filled(head, tables[head] if one else gained[head],
-                                             types[head], store.index_columns(head), not one)  # type: ignore[arg-type]
+                changes[head] = self._filled(tables[head] if one else gained[head], types[head],
+                                             store.index_columns(head), not one)
                 continue
             if incremental or seeds is not None:  # what is new
                 changes[head] = (gained[head], set())  # type: ignore[assignment]
@@ -734,7 +730,7 @@ class VectorStrata:
             changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
         return changes
 
-    def _filled(self, head: str, table: str | None, types: Types | None,
+    def _filled(self, table: str | None, types: Types | None,
                 indexes: list[tuple[int, ...]], born: bool,
                 ) -> Filled | tuple[set[Row], set[Row]]:
         """A head's new rows in ``table`` (with ``born``: the rounds' table of them, each
@@ -861,7 +857,8 @@ class VectorStrata:
     def _fetch(self, table: str, types: Types | None) -> set[Row]:
         if types is None:
             return set()
-        return _rows(self.con.sql(f"SELECT * FROM {table}").to_arrow_table(), types)
+        return shared_rows(self.con.sql(f"SELECT * FROM {table}").to_arrow_table(),
+                           _converter(types))
 
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
@@ -916,9 +913,15 @@ class VectorStrata:
             else:
                 raise Unsupported("more rounds than a step may take (the local backend "
                                   "reports it)")
-            found = {head: counts[head] if head in self._holding else gained.get(head)
-                     if head in born else self._fetch(gained[head], types[head])
-                     if head in gained else set() for head in heads}
+            found: dict[str, Any] = {}
+            for head in heads:
+                if head in self._holding:
+                    found[head] = counts[head]
+                elif head in born:
+                    found[head] = gained.get(head)
+                else:
+                    found[head] = self._fetch(gained[head], types[head]) if head in gained \
+                        else set()
             kept = True
             return found
         finally:

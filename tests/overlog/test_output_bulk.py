@@ -86,8 +86,10 @@ def plain_tables(draw) -> list[tuple]:
 
 
 def _final(fmt: str, rows) -> str:
+    """The final table of ``rows``: a list of tuples, or an Arrow table."""
     out = io.StringIO()
-    Printer(fmt, out, node="n1" if fmt == "csv" else None).final("t", rows, 3, 1.5)
+    printer = Printer(fmt, out, node="n1" if fmt == "csv" else None)
+    (printer.final if isinstance(rows, list) else printer.final_table)("t", rows, 3, 1.5)
     return out.getvalue()
 
 

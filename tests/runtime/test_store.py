@@ -31,7 +31,8 @@ def _snapshot(table: Table) -> tuple:
     return set(table.rows), indexes, set(table.added), set(table.removed)
 
 
-def _check_indexes(table: Table) -> None:
+def check_indexes(table: Table) -> None:
+    """Every index of ``table`` is the one built row by row from its rows."""
     for cols, idx in table.indexes.items():
         rebuilt = defaultdict(list)
         for row in table.rows:
@@ -79,7 +80,7 @@ def test_store_matches_model(big_bucket, initial, step, failing_step) -> None:
     before = set(table.rows)
     for operation, arg in step:
         _apply(table, operation, arg)
-        _check_indexes(table)
+        check_indexes(table)
     assert table.added == table.rows - before
     assert table.removed == before - table.rows
     journal.entries.clear()
@@ -90,7 +91,7 @@ def test_store_matches_model(big_bucket, initial, step, failing_step) -> None:
         _apply(table, operation, arg)
     journal.rollback()
     assert _snapshot(table) == saved
-    _check_indexes(table)
+    check_indexes(table)
 
 
 def test_a_bucket_past_the_limit_becomes_a_set() -> None:
@@ -133,13 +134,13 @@ def test_rows_filled_with_their_indexes_are_the_rows_added() -> None:
     assert births[1][0] < births[2][0]  # (ticked between them)
     tables.add("t", (3, 3))
     tables.remove("t", (1, 0))
-    _check_indexes(table)
+    check_indexes(table)
     tables.rollback()
     assert (table.rows, table.added, table.removed) == ({(9, 9), (1, -1)},) * 2 + (set(),)
     assert {key: sorted(bucket) for key, bucket in table.indexes[(0,)].items()} == {
         1: [(1, -1)], 9: [(9, 9)]}
     tables.add("t", (1, 7))  # (the indexes put back are kept up to date)
-    _check_indexes(table)
+    check_indexes(table)
 
 
 def test_filled_rows_join_an_index_of_several_columns() -> None:
@@ -149,7 +150,7 @@ def test_filled_rows_join_an_index_of_several_columns() -> None:
     table.add((1, 5, 2))
     table.fill([{(1, 6, 2), (2, 6, 2)}], {(0, 2): {(1, 2): [(1, 6, 2)], (2, 2): [(2, 6, 2)]}},
                lambda: None)
-    _check_indexes(table)
+    check_indexes(table)
     assert sorted(table.indexes[(0, 2)][(1, 2)]) == [(1, 5, 2), (1, 6, 2)]
 
 

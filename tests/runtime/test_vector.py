@@ -15,6 +15,7 @@ from overlog import Engine
 from overlog.runtime import vector
 from tests.goldens import compare, discover, golden_id, run_cli
 from tests.runtime.alike import ALIKE, assert_alike
+from tests.runtime.test_store import check_indexes
 from tests.test_golden_eval import _args
 
 ROOT = Path(__file__).parents[2]
@@ -218,19 +219,6 @@ def test_auto_moves_a_stratum_to_duckdb_once_its_tables_and_rounds_are_large() -
     assert there.spark.moved == {}
 
 
-def _index(rows, cols) -> dict:
-    """A store's index on ``cols`` of ``rows``, as built row by row (buckets as sets)."""
-    found: dict = {}
-    for row in rows:
-        key = row[cols[0]] if len(cols) == 1 else tuple(row[c] for c in cols)
-        found.setdefault(key, set()).add(row)
-    return found
-
-
-def _buckets(index) -> dict:
-    return {key: set(bucket) for key, bucket in index.items()}
-
-
 def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
     """The store's indexes on a head DuckDB evaluated arrive built from its columns, and
     its rows born round by round (decision 61), afresh and continuing from local rounds
@@ -257,7 +245,7 @@ def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
                 rows for _, rows in there.store.births("reach")] == [
                 rows for _, rows in here.store.births("reach")]
         assert list(table.indexes) == [(0,)] and len(table.rows) == 66
-        assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
+        check_indexes(table)
         assert all(type(bucket) is list for bucket in table.indexes[(0,)].values())
         for engine in (here, there):
             engine.insert("link", (12, 13))
@@ -265,7 +253,7 @@ def test_with_auto_rows_from_duckdb_come_back_indexed() -> None:
             engine.run()
         assert there.vector.local == {} and there.vector.moved == moved
         assert there.rows("reach") == here.rows("reach")
-        assert _buckets(table.indexes[(0,)]) == _index(table.rows, (0,))
+        check_indexes(table)
     # afresh in rounds (two recursive atoms: not one recursive query), from no rows
     square = TC.replace("link(X, Y), reach(Y, Z)", "reach(X, Y), reach(Y, Z)")
     here, there = Engine(square, backend="local"), Engine(square, vector_threshold=0)
