@@ -222,10 +222,13 @@ Operator = Union[Join, AntiJoin, Filter, Let]  # noqa: UP007
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Project:
     """The output row of each binding; with ``unless_in``, only rows that relation does not
-    hold yet (semi-naive insertion into a set-semantics table)."""
+    hold yet (semi-naive insertion into a set-semantics table). The rows are a set, or with
+    ``bag`` may repeat (a recursive min/max's candidates, of which only each group's best
+    is kept: no need to find the duplicates first)."""
 
     terms: tuple[Expr, ...]
     unless_in: str | None = None
+    bag: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -600,8 +600,10 @@ class _Codegen:
         else:
             body = self.body(False, 1)
         aggregate = self.plan.aggregate
-        if aggregate is None:
+        if aggregate is None and not self.plan.project.bag:
             start, result = ["    out = set()", "    _add = out.add"], "out"
+        elif aggregate is None:  # every binding's row, duplicates kept
+            start, result = ["    out = []", "    _add = out.append"], "out"
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"

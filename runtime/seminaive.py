@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 from time import perf_counter
 from typing import Any, Protocol
 
@@ -475,6 +476,13 @@ class Fixpoint:
             sum(t.relation in stratum.relations for t in self.rules[i].triggers
                 if not t.negated) <= 1
             for i in stratum.rules if self.rules[i].aggregation is None)}
+        # recursive min/max strata each of whose rules reads at most one of the stratum's
+        # relations: no plan reads their heads' tables while the stratum runs (only the
+        # rows that propagate, as seeds), so the improvements go into the store once, when
+        # its semi-naive loop ends, rather than row by row as they replace each other
+        self.solo = {stratum.index for stratum in plan.strata if stratum.monotone and all(
+            sum(t.relation in stratum.relations for t in self.rules[i].triggers) <= 1
+            for i in stratum.rules)}
         # the head of each recursive min/max: group -> its row now (derived rows only)
         self.best: dict[str, dict[tuple, Row]] = {
             r.head: {} for r in self.rules
@@ -839,61 +847,86 @@ class Fixpoint:
         return found
 
     def _improve(self, rule: _Rule, rows: Collection[Row], waiting: dict[tuple, Row],
-                 ) -> None:
+                 pending: tuple[set[Row], set[Row]] | None = None) -> None:
         """Each group's candidate ``rows`` of a recursive min/max replace its row where the
         best of them is better (and better than its asserted rows); the new rows wait in
-        ``waiting`` (group -> row) until they propagate."""
+        ``waiting`` (group -> row) until they propagate. With ``pending`` (the rows added
+        and replaced, for the store when the stratum's loop ends), the store is left as it
+        is."""
         head = rule.head
         position = rule.aggregation.position  # type: ignore[union-attr]
         last = position == self.arity[head] - 1
         best = self.best[head]
         current = best.get
-        found: dict[tuple, Row] = {}  # group -> its best candidate, where it improves
+        found: dict[tuple, Row] = {}  # group -> its best candidate
+        improved: dict[tuple, Row] = {}  # group -> that candidate, where it is better
+        before: dict[tuple, Row | None] = {}  # group -> its row until then (None: none)
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
+        get = found.get
         try:
-            for row in rows:
-                key = row[:position] if last else row[:position] + row[position + 1:]
-                held = found.get(key) or current(key)
+            if last:
+                for row in rows:
+                    key = row[:position]
+                    held = get(key)
+                    if held is None or (row[position] < held[position] if minimum
+                                        else row[position] > held[position]):
+                        found[key] = row
+            else:
+                for row in rows:
+                    key = row[:position] + row[position + 1:]
+                    held = get(key)
+                    if held is None or (row[position] < held[position] if minimum
+                                        else row[position] > held[position]):
+                        found[key] = row
+            floor = self._floor.get(head)
+            if floor:  # (the smaller of the two is iterated)
+                for key in floor.keys() & found.keys():
+                    if not _better(rule, found[key][position], floor[key]):
+                        del found[key]
+            for key, row in found.items():
+                held = current(key)
                 if held is None or (row[position] < held[position] if minimum
                                     else row[position] > held[position]):
-                    found[key] = row
-            floor = self._floor.get(head)
-            if floor:
-                found = {key: row for key, row in found.items()
-                         if key not in floor or _better(rule, row[position], floor[key])}
+                    improved[key] = row
+                    before[key] = held
         except TypeError as error:
             raise EvaluationError("E301", rule.plan, comparison_error(str(error))
                                   or str(error)) from None
-        if not found:
+        if not improved:
             return
         if rule.plan.stratum in self.adds:  # what enters the relation (all that propagates)
-            for row in found.values():
+            for row in improved.values():
                 if row[position].__class__ not in _NUMBERS:
                     raise EvaluationError(
                         "E301", rule.plan, f"a recursive {rule.aggregation.function} that "  # type: ignore[union-attr]
                         f"adds takes numbers, not {type_name(row[position])} values")
         store = self.store
-        before = {key: current(key) for key in found}
         store.on_rollback(_restore_groups, (best, before))
         replaced = {row for row in before.values() if row is not None}
         if replaced:
-            store.remove_many(head, replaced - store.asserted(head))  # asserted rows stay
+            if pending is None:
+                store.remove_many(head, replaced - store.asserted(head))  # asserted rows stay
+            else:
+                pending[1].update(replaced)
             # rows of the stratum's views may rest on them: on those that propagated, or
             # on any where a view reads two of the stratum's relations (the second atom
             # joins every row there, waiting or not)
-            if rule.plan.stratum in self.linear:
-                replaced -= {waiting[key] for key in found if key in waiting}
-            if replaced:
-                self._replaced[head] |= replaced
-        best.update(found)
-        waiting.update(found)
-        new = set(found.values())
-        if self.keyed[head]:
-            for row in new:
+            stratum = rule.plan.stratum
+            if self.strata[stratum][0]:
+                if stratum in self.linear:
+                    replaced -= {waiting[key] for key in improved if key in waiting}
+                if replaced:
+                    self._replaced[head] |= replaced
+        best.update(improved)
+        waiting.update(improved)
+        self.firings[rule.index] += len(improved)
+        if pending is not None:
+            pending[0].update(improved.values())
+        elif self.keyed[head]:
+            for row in improved.values():
                 self._add_derived(rule, row)
         else:
-            store.add_many(head, new)
-        self.firings[rule.index] += len(new)
+            store.add_many(head, set(improved.values()))
 
     def _aggregate(self, rule: _Rule, plus: dict, minus: dict) -> None:
         store = self.store
@@ -1227,9 +1260,15 @@ class Fixpoint:
         rounds = 0
         # a recursive min/max's heads: group -> its row improved and not yet propagated
         waiting: dict[str, dict[tuple, Row]] = {}
+        # those of them that go into the store when the loop ends (``solo``): the rows
+        # improvements added, and those they replaced
+        pending: dict[str, tuple[set[Row], set[Row]]] = {}
         for rule in rules:
             if rule.aggregation is not None:
                 waiting[rule.head] = {}
+                if rule.plan.stratum in self.solo and not self.keyed[rule.head] \
+                        and rule.head not in self.own.get(rule.plan.stratum, ()):
+                    pending[rule.head] = (set(), set())
         while True:
             rounds += 1
             if self._rounds is not None:
@@ -1251,7 +1290,7 @@ class Fixpoint:
             for rule, rows in found.items():
                 head = rule.head
                 if rule.aggregation is not None:  # a recursive min/max
-                    self._improve(rule, rows, waiting[head])
+                    self._improve(rule, rows, waiting[head], pending.get(head))
                     continue
                 if self.keyed[head]:
                     for row in rows:
@@ -1274,7 +1313,7 @@ class Fixpoint:
                 if rows:
                     delta[head] = _best_first(rows, self.ordering[head])
             if not delta:
-                return
+                break
             limits = self.limits
             grown = self.new_rows + sum(map(len, delta.values()))
             if (grown <= limits.max_tuples and rounds <= limits.max_rounds
@@ -1289,7 +1328,13 @@ class Fixpoint:
                     if not rule.triggered_by.isdisjoint(delta):
                         break
                 else:
-                    return  # no rule reads what the round added (event heads, most often)
+                    break  # no rule reads what the round added (event heads, most often)
+        for head, (added, replaced) in pending.items():
+            if replaced:  # (each replaced row was in the store before the step, or added in it)
+                store.remove_many(head, replaced - added - store.asserted(head))
+                added -= replaced
+            if added:
+                store.add_many(head, added)
 
     def _within_limits(self, rounds: int, delta: dict[str, set[Row]],
                        rules: list[_Rule], grown: int) -> None:
@@ -1439,30 +1484,41 @@ class Fixpoint:
 
 def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Row]:
     """Of the improved rows that have not propagated yet (``waiting``, each group's
-    latest), those that propagate in the next round: the better half by value (those at
-    least as good as the upper median: 2 of 3, 3 of 4), taken out of ``waiting``. The
-    others wait: they may improve again before they propagate, as in Dijkstra's algorithm
-    or delta-stepping, so that a round of shortest paths does about half the work of
-    propagating every improvement at once, for a few more rounds. The order of
-    propagation changes no result: the stratum is monotone, every improvement propagates
-    before the fixpoint ends, and what views derived from replaced rows goes at its end.
-    ``ordering`` is the value's column and whether greater is better (max)."""
+    latest), those that propagate in the next round: the better part by value (those at
+    least as good as the mean; where the values do not add up, strings say, as the upper
+    median: 2 of 3, 3 of 4), taken out of ``waiting``. The others wait: they may improve
+    again before they propagate, as in Dijkstra's algorithm or delta-stepping, so that a
+    round of shortest paths does about half the work of propagating every improvement at
+    once, for a few more rounds. The order of propagation changes no result: the stratum
+    is monotone, every improvement propagates before the fixpoint ends, and what views
+    derived from replaced rows goes at its end. ``ordering`` is the value's column and
+    whether greater is better (max)."""
     position, greater = ordering
-    rows = list(waiting.values())
-    if len(rows) > 2:
+    if len(waiting) > 2:
+        now: set[Row] = set()
+        later: dict[tuple, Row] = {}
+        values = map(itemgetter(position), waiting.values())
         try:
-            values = sorted([row[position] for row in rows], reverse=greater)
-            middle = values[len(values) // 2]
-            now = [row for row in rows if row[position] >= middle] if greater else \
-                [row for row in rows if row[position] <= middle]
+            try:  # (the mean: no sort, and measured as good a split on shortest paths)
+                middle = sum(values) / len(waiting)
+            except (TypeError, OverflowError):
+                ordered = sorted(map(itemgetter(position), waiting.values()),
+                                 reverse=greater)
+                middle = ordered[len(ordered) // 2]
+            for key, row in waiting.items():
+                if (row[position] >= middle) if greater else (row[position] <= middle):
+                    now.add(row)
+                else:
+                    later[key] = row
         except TypeError:  # values of kinds that do not compare: all of them now
-            now = rows
-        if now and len(now) < len(rows):  # (none: NaN compares with nothing)
-            for row in now:
-                del waiting[row[:position] + row[position + 1:]]
-            return set(now)
+            later = {}
+        if now and later:  # (none now: NaN compares with nothing; all of them then)
+            waiting.clear()
+            waiting.update(later)
+            return now
+    rows = set(waiting.values())
     waiting.clear()
-    return set(rows)
+    return rows
 
 
 def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) -> None:
@@ -1472,5 +1528,7 @@ def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) ->
     have = found.get(rule)
     if have is None:
         found[rule] = rows  # type: ignore[assignment]
+    elif isinstance(have, list):
+        have.extend(rows)
     else:
         have |= rows  # type: ignore[operator]

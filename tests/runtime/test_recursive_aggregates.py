@@ -4,6 +4,8 @@ improve without end; rollback."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,9 +13,10 @@ from hypothesis import strategies as st
 from overlog import Engine
 from overlog.api import compile_program
 from overlog.plan import format_program_plan
-from overlog.runtime.seminaive import Fixpoint
+from overlog.runtime.seminaive import Fixpoint, _best_first
 from overlog.runtime.spark import placement
 from tests.runtime.reference import closure
+from tests.runtime.test_store import check_indexes
 
 TEMPLATES = [
     # the aggregate itself recursive, from an asserted row
@@ -102,6 +105,41 @@ def test_the_better_half_of_the_improvements_propagates_first() -> None:
     assert report.firings == {"rule 1": 6}
     assert sorted(engine.rows("dist"), key=str) == [
         ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3), (0, 0)]
+
+
+def test_rows_improved_twice_in_a_step_change_the_table_once() -> None:
+    # d goes 100 -> 13 (through c) -> 2 (through x, found a round later), e with it: the
+    # table gets each group's last row when the stratum ends, and the step reports only
+    # the net change
+    engine = Engine(SSSP)
+    for row in [(0, "a", 1), (0, "b", 2), (0, "c", 3), (0, "d", 100), ("d", "e", 1)]:
+        engine.insert("edge", row)
+    engine.run()
+    for row in [("c", "d", 10), ("a", "x", 1), ("x", "d", 0)]:
+        engine.insert("edge", row)
+    report, = engine.run()
+    assert report.firings == {"rule 1": 5}  # x; d at 13, e at 14; d at 2, e at 3
+    assert report.deleted["dist"] == [("d", 100), ("e", 101)]
+    assert report.inserted["dist"] == [("d", 2), ("e", 3), ("x", 2)]
+    assert sorted(engine.rows("dist"), key=str) == [
+        ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3), ("x", 2), (0, 0)]
+    check_indexes(engine.store.tables["dist"])
+
+
+@pytest.mark.parametrize(("values", "greater", "now"), [
+    ([1, 2, 3, 4, 100], False, [1, 2, 3, 4]),  # at most the mean, 22
+    ([1, 2, 3, 100], True, [100]),  # a max: at least the mean
+    (["a", "b", "c", "d"], False, ["a", "b", "c"]),  # strings: up to the upper median
+    ([10**400, 2 * 10**400, 3 * 10**400], False, [10**400, 2 * 10**400]),  # no float mean
+    ([math.nan, 1, 2], False, [math.nan, 1, 2]),  # NaN compares with nothing: all now
+    ([1, "a", 2], False, [1, "a", 2]),  # values that do not compare: all now
+])
+def test_the_better_part_of_the_waiting_rows_propagates(values, greater, now) -> None:
+    waiting = {(i,): (i, value) for i, value in enumerate(values)}
+    rest = {key: row for key, row in waiting.items() if row[1] not in now}
+    assert _best_first(waiting, (1, greater)) == {
+        (i, value) for i, value in enumerate(values) if value in now}
+    assert waiting == rest
 
 
 def test_a_view_reading_the_cycle_twice_keeps_nothing_a_waiting_row_derived() -> None:
