@@ -410,9 +410,9 @@ def main() -> None:
         if args.baseline and "overlog" in systems:
             base = Path(args.baseline).resolve()
             runs.insert(1, (BASELINE, str(base / "bench" / "run.py"), base))
-        for system, script, cwd in runs:
-            command = [sys.executable, script, "--one", case,
-                       "overlog" if system == BASELINE else system]
+        for system, script, cwd in runs:  # (each checkout's package, not the installed one)
+            command = [sys.executable, str(ROOT / "bench" / "checkout.py"), str(cwd), script,
+                       "--one", case, "overlog" if system == BASELINE else system]
             command += ["--quick"] if args.quick else []
             try:
                 done = subprocess.run(command, capture_output=True, text=True,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from operator import itemgetter
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,15 +56,24 @@ def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Ro
     if not indexes:
         return _index_nothing
     namespace: dict[str, Any] = {"_SetBucket": _SetBucket}
-    lines = ["def add_rows(rows):", "    for row in rows:"]
-    for i, (cols, idx) in enumerate(indexes.items()):
+    for i, idx in enumerate(indexes.values()):
         namespace[f"ix{i}"] = idx
+    exec(_indexer_code(tuple(indexes), BIG_BUCKET), namespace)
+    return namespace["add_rows"]
+
+
+@lru_cache(maxsize=256)
+def _indexer_code(layout: tuple[tuple[int, ...], ...], big: int) -> CodeType:
+    """The compiled definition of an indexer for indexes on ``layout``'s columns, whose
+    buckets become sets past ``big`` rows (tables indexed alike, in this engine or
+    another, share it)."""
+    lines = ["def add_rows(rows):", "    for row in rows:"]
+    for i, cols in enumerate(layout):
         lines += [f"        b = ix{i}[{_key_source(cols)}]",
                   "        b.append(row)",
-                  f"        if len(b) > {BIG_BUCKET} and b.__class__ is list:",
+                  f"        if len(b) > {big} and b.__class__ is list:",
                   f"            ix{i}[{_key_source(cols)}] = _SetBucket(b)"]
-    exec("\n".join(lines), namespace)
-    return namespace["add_rows"]
+    return compile("\n".join(lines), "<indexer>", "exec")
 
 
 def _index_nothing(rows: Iterable[Row]) -> None:

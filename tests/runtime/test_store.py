@@ -109,6 +109,22 @@ def test_a_bucket_past_the_limit_becomes_a_set() -> None:
                                       - {(1, 5), (1, 6), (1, 7)})
 
 
+def test_tables_indexed_alike_share_code_and_keep_their_own_rows() -> None:
+    journal = Journal()
+    one, two = (Table(name, 2, False, (0, 1), journal) for name in ("one", "two"))
+    for table in (one, two):
+        table.index((0,))
+        table.index((1,))
+    one.add_new({(1, 2), (1, 3)})
+    two.add_new({(1, 4)})
+    two.add((5, 2))
+    assert _snapshot(one)[1] == {(0,): {1: [(1, 2), (1, 3)]},
+                                 (1,): {2: [(1, 2)], 3: [(1, 3)]}}
+    assert _snapshot(two)[1] == {(0,): {1: [(1, 4)], 5: [(5, 2)]},
+                                 (1,): {2: [(5, 2)], 4: [(1, 4)]}}
+    assert one._index_rows.__code__ is two._index_rows.__code__
+
+
 def test_rows_filled_with_their_indexes_are_the_rows_added() -> None:
     """``fill`` adds generations of rows, ticking between them, and merges the indexes
     built elsewhere over them into the table's (a bucket past the limit becoming a set);
