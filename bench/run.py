@@ -8,6 +8,8 @@ run and memory from one case does not affect the next. Needs `pip install -e '.[
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git worktree add DIR REV``),
 every overlog case also runs on that checkout's code, right after this one's, with that
 checkout's own bench/run.py: a before/after comparison on the same machine in the same run.
+Each case's process imports the package from its own checkout (bench/checkout.py), whatever
+is installed.
 """
 
 from __future__ import annotations

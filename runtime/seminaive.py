@@ -1528,7 +1528,7 @@ def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) ->
     have = found.get(rule)
     if have is None:
         found[rule] = rows  # type: ignore[assignment]
-    elif isinstance(have, list):
+    elif isinstance(have, list):  # (a bag: a recursive min/max's candidates)
         have.extend(rows)
     else:
-        have |= rows  # type: ignore[operator]
+        have.update(rows)  # type: ignore[attr-defined]

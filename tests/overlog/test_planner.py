@@ -109,6 +109,16 @@ def test_aggregates_recompute_groups_seeded_or_whole() -> None:
         terms=(p.Arith(op="+", left=var("X"), right=p.Const(value=1)),))
 
 
+def test_a_recursive_min_projects_its_candidates_as_a_bag() -> None:
+    plan = rule("d(0, 0).\nd(Y, min<C>) :- d(X, C1), e(X, Y, W), C := C1 + W.\n"
+                "v(Y) :- d(Y, _).")
+    assert not any(t.insert.project.bag for t in plan.triggers)  # a view: a set
+    recursive = rule("d(0, 0).\nd(Y, min<C>) :- d(X, C1), e(X, Y, W), C := C1 + W.\n", 0)
+    assert [(t.relation, t.insert.project, t.delete.project) for t in recursive.triggers] == [
+        (name, p.Project(terms=(var("Y"), var("C")), bag=True),
+         p.Project(terms=(var("Y"), var("C")), bag=True)) for name in ("d", "e")]
+
+
 def test_count_triggered_by_events_has_a_zero_probe() -> None:
     agg = rule("c[K, count<V>] :- ask[K], item(K, V).").aggregation
     assert agg is not None
