@@ -202,8 +202,9 @@ class Evaluator(Protocol):
                  cap: int = ...) -> Collection[Row]:
         """The plan's output over ``seed`` (rows of the driver's relation, seed values, or
         ignored for a ``Unit`` driver); ``old`` joins skip the rows in ``exclude``.
-        A set of rows, or for a plan with an ``Aggregate``, one row per group. Raises
-        PlanFailure when an expression fails, Overflow when the output passes ``cap``."""
+        A set of rows (where the projection is a bag, they may repeat), or for a plan with an
+        ``Aggregate``, one row per group. Raises PlanFailure when an expression fails,
+        Overflow when the output passes ``cap`` (distinct rows)."""
 
 
 class Backend(Protocol):

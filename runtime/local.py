@@ -3,8 +3,9 @@ store's hash indexes.
 
 A prepared plan is ``run(seed, exclude={}, cap=UNCAPPED) -> rows``: for each seed (a driver
 row, the values of pre-bound variables, or once for a ``Unit`` driver) it walks the
-operators and collects the projected rows (a set; a bag, then one row per group, under an
-``Aggregate``), raising Overflow between seeds once they pass ``cap``. A seed whose
+operators and collects the projected rows (a set; a list where the plan's projection is a
+bag; a bag, then one row per group, under an ``Aggregate``), raising Overflow between seeds
+once they pass ``cap`` (distinct rows, for a bag). A seed whose
 expressions fail is recorded and the batch goes on: the PlanFailure raised at the end
 carries every failing seed. Joins on
 the ``old`` version skip the rows in ``exclude[relation]``; ``prior`` joins also read the
@@ -217,6 +218,13 @@ def _index_of(rows: set, cols: tuple[int, ...]) -> dict:
     return index
 
 
+def _distinct(rows: list[Row]) -> int:
+    """Keep one of each row of a bag, in place (a bag plan's output past its cap: the cap
+    counts distinct rows, as a set's would); how many there are."""
+    rows[:] = set(rows)
+    return len(rows)
+
+
 def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:
     """One row per group of the bag ``rows``: every column but ``position`` is the group."""
     last = position == len(rows[0]) - 1 if rows else True
@@ -258,6 +266,7 @@ class _Codegen:
             **{f"_cmp{i}": fn for i, fn in enumerate(COMPARE.values())},
             **{_HELPERS[op]: fn for op, fn in ARITHMETIC.items()},
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
+            "_distinct": _distinct,
             "PlanFailure": PlanFailure, "_failed": _failed,
             "Overflow": Overflow, "UNCAPPED": UNCAPPED,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
@@ -555,7 +564,10 @@ class _Codegen:
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
         self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS, "
                        "SITES)")
-        self.emit_line("if len(out) > cap: raise Overflow(len(out))")
+        if self.plan.project.bag and self.plan.aggregate is None:  # distinct rows count
+            self.emit_line("if len(out) > cap and _distinct(out) > cap: raise Overflow(len(out))")
+        else:
+            self.emit_line("if len(out) > cap: raise Overflow(len(out))")
 
     def next_stage(self) -> None:
         """Python nests at most 20 blocks: a plan with more joins runs in stages, each

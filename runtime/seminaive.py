@@ -477,9 +477,11 @@ class Fixpoint:
                 if not t.negated) <= 1
             for i in stratum.rules if self.rules[i].aggregation is None)}
         # recursive min/max strata each of whose rules reads at most one of the stratum's
-        # relations: no plan reads their heads' tables while the stratum runs (only the
-        # rows that propagate, as seeds), so the improvements go into the store once, when
-        # its semi-naive loop ends, rather than row by row as they replace each other
+        # relations: once the loop's first round has run its plans (those of triggers
+        # outside the stratum join the heads' tables, before any improvement), no plan
+        # reads the heads' tables, only the rows that propagate, as seeds; so the
+        # improvements go into the store once, when the loop ends, rather than row by row
+        # as they replace each other
         self.solo = {stratum.index for stratum in plan.strata if stratum.monotone and all(
             sum(t.relation in stratum.relations for t in self.rules[i].triggers) <= 1
             for i in stratum.rules)}
@@ -1249,7 +1251,7 @@ class Fixpoint:
         return {name: rows for name, rows in back.items() if rows}
 
     def _insert(self, rules: list[_Rule], plus: dict, minus: dict,
-                found: dict[_Rule, set[Row]] | None = None) -> None:
+                found: dict[_Rule, Collection[Row]] | None = None) -> None:
         """Semi-naive insertion from the new rows ``plus`` (and, for views, the rows that
         left a negated relation, ``minus``); ``found`` replaces the first round. The
         aggregate rules among ``rules`` are a recursive min/max's: their candidate rows go
@@ -1266,8 +1268,7 @@ class Fixpoint:
         for rule in rules:
             if rule.aggregation is not None:
                 waiting[rule.head] = {}
-                if rule.plan.stratum in self.solo and not self.keyed[rule.head] \
-                        and rule.head not in self.own.get(rule.plan.stratum, ()):
+                if rule.plan.stratum in self.solo and not self.keyed[rule.head]:
                     pending[rule.head] = (set(), set())
         while True:
             rounds += 1
@@ -1331,7 +1332,9 @@ class Fixpoint:
                     break  # no rule reads what the round added (event heads, most often)
         for head, (added, replaced) in pending.items():
             if replaced:  # (each replaced row was in the store before the step, or added in it)
-                store.remove_many(head, replaced - added - store.asserted(head))
+                gone = replaced - added - store.asserted(head)
+                if gone:
+                    store.remove_many(head, gone)
                 added -= replaced
             if added:
                 store.add_many(head, added)
@@ -1483,13 +1486,13 @@ class Fixpoint:
 
 
 def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Row]:
-    """Of the improved rows that have not propagated yet (``waiting``, each group's
-    latest), those that propagate in the next round: the better part by value (those at
-    least as good as the mean; where the values do not add up, strings say, as the upper
-    median: 2 of 3, 3 of 4), taken out of ``waiting``. The others wait: they may improve
-    again before they propagate, as in Dijkstra's algorithm or delta-stepping, so that a
-    round of shortest paths does about half the work of propagating every improvement at
-    once, for a few more rounds. The order of propagation changes no result: the stratum
+    """Of the improved rows that have not propagated yet (``waiting``, each group's latest),
+    those that propagate in the next round: the better part by value (those at least as good
+    as the mean; where the values have no finite mean, strings or infinities say, as the
+    upper median: 2 of 3, 3 of 4), taken out of ``waiting``. The others wait: they may
+    improve again before they propagate, as in Dijkstra's algorithm or delta-stepping, so
+    that a round of shortest paths does about half the work of propagating every improvement
+    at once, for a few more rounds. The order of propagation changes no result: the stratum
     is monotone, every improvement propagates before the fixpoint ends, and what views
     derived from replaced rows goes at its end. ``ordering`` is the value's column and
     whether greater is better (max)."""
@@ -1501,7 +1504,10 @@ def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Ro
         try:
             try:  # (the mean: no sort, and measured as good a split on shortest paths)
                 middle = sum(values) / len(waiting)
+                finite = math.isfinite(middle)
             except (TypeError, OverflowError):
+                finite = False
+            if not finite:
                 ordered = sorted(map(itemgetter(position), waiting.values()),
                                  reverse=greater)
                 middle = ordered[len(ordered) // 2]
@@ -1512,7 +1518,8 @@ def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Ro
                     later[key] = row
         except TypeError:  # values of kinds that do not compare: all of them now
             later = {}
-        if now and later:  # (none now: NaN compares with nothing; all of them then)
+        if now and later:  # (none now, as when float rounding puts the mean below every
+            # value: all of them then)
             waiting.clear()
             waiting.update(later)
             return now
@@ -1521,7 +1528,7 @@ def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Ro
     return rows
 
 
-def _gather(found: dict[_Rule, set[Row]], rule: _Rule, rows: Collection[Row]) -> None:
+def _gather(found: dict[_Rule, Collection[Row]], rule: _Rule, rows: Collection[Row]) -> None:
     """Collect a rule's output of a round (the first batch is kept as it is)."""
     if not rows:
         return

@@ -1410,7 +1410,7 @@ class SparkStrata:
         keep, for each group, the best of them where it beats the group's row (derived or
         asserted); the improvements replace the groups' derived rows and propagate, as the
         views' new rows do. Every improvement propagates at once (the local backend
-        propagates the better half first: the result is the same, the stratum being
+        propagates the better part first: the result is the same, the stratum being
         monotone). Views that read a row since replaced are evaluated again at the end,
         from the final rows of the min/max heads, as locally. Every improvement counts
         against the step's new rows (``cap``), as locally.

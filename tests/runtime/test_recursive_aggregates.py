@@ -15,6 +15,7 @@ from overlog.api import compile_program
 from overlog.plan import format_program_plan
 from overlog.runtime.seminaive import Fixpoint, _best_first
 from overlog.runtime.spark import placement
+from overlog.runtime.store import LocalStore
 from tests.runtime.reference import closure
 from tests.runtime.test_store import check_indexes
 
@@ -94,8 +95,8 @@ def test_an_inserted_edge_improves_what_it_reaches() -> None:
 
 
 def test_the_better_half_of_the_improvements_propagates_first() -> None:
-    # d is found at 100 with a, b and c (1, 2, 3); the better half of those propagates
-    # first (up to the median, 3), which improves d to 2 before d propagates: e is found
+    # d is found at 100 with a, b and c (1, 2, 3); the better part of those propagates
+    # first (up to the mean, 26.5), which improves d to 2 before d propagates: e is found
     # once, at 3 (all at once, e would be found at 101, then at 3: 7 improvements)
     engine = Engine(SSSP)
     for row in [(0, "a", 1), (0, "b", 2), (0, "c", 3), (0, "d", 100), ("a", "d", 1),
@@ -126,12 +127,45 @@ def test_rows_improved_twice_in_a_step_change_the_table_once() -> None:
     check_indexes(engine.store.tables["dist"])
 
 
+def test_the_improvements_go_into_the_table_when_the_loop_ends(monkeypatch) -> None:
+    engine = Engine(SSSP)
+    for row in [(0, "a", 1), (0, "b", 2), (0, "c", 3), (0, "d", 100), ("d", "e", 1)]:
+        engine.insert("edge", row)
+    engine.run()
+    writes = []
+    for name in ("add", "add_many", "remove", "remove_many"):
+        method = getattr(LocalStore, name)
+        monkeypatch.setattr(LocalStore, name, lambda self, relation, rows, method=method,
+                            name=name: (writes.append((name, relation, rows)),
+                                        method(self, relation, rows)))
+    for row in [("c", "d", 10), ("a", "x", 1), ("x", "d", 0)]:
+        engine.insert("edge", row)
+    engine.run()  # d and e each improved twice, in three rounds: one write of each kind
+    assert [(name, rows) for name, relation, rows in writes if relation == "dist"] == [
+        ("remove_many", {("d", 100), ("e", 101)}), ("add_many", {("d", 2), ("e", 3), ("x", 2)})]
+
+
+def test_repeated_candidates_count_once_against_the_tuple_limit() -> None:
+    # 50 paths of cost 2 to z: one evaluation derives the candidate (z, 2) fifty times
+    engine = Engine(SSSP, max_tuples=55)
+    for i in range(1, 51):
+        engine.insert("edge", (0, i, 1))
+        engine.insert("edge", (i, "z", 1))
+    report, = engine.run()
+    assert report.errors == []
+    assert sorted(engine.rows("dist"), key=str) == sorted(
+        [(0, 0), ("z", 2), *((i, 1) for i in range(1, 51))], key=str)
+
+
 @pytest.mark.parametrize(("values", "greater", "now"), [
     ([1, 2, 3, 4, 100], False, [1, 2, 3, 4]),  # at most the mean, 22
     ([1, 2, 3, 100], True, [100]),  # a max: at least the mean
     (["a", "b", "c", "d"], False, ["a", "b", "c"]),  # strings: up to the upper median
     ([10**400, 2 * 10**400, 3 * 10**400], False, [10**400, 2 * 10**400]),  # no float mean
-    ([math.nan, 1, 2], False, [math.nan, 1, 2]),  # NaN compares with nothing: all now
+    ([1.0, 2.0, 3.0, 1e308, 1e308], False, [1.0, 2.0, 3.0]),  # a sum past floats: median
+    ([1, 2, math.inf], False, [1, 2]),  # an infinite mean: the upper median
+    ([math.inf, -math.inf, 1], True, [math.inf, 1]),  # no mean at all (NaN): the median
+    ([True, False, True], False, [False]),  # booleans add up
     ([1, "a", 2], False, [1, "a", 2]),  # values that do not compare: all now
 ])
 def test_the_better_part_of_the_waiting_rows_propagates(values, greater, now) -> None:
@@ -182,6 +216,11 @@ def test_a_negative_cycle_stops_at_the_step_limit_and_rolls_back() -> None:
         "`dist` tuples: 1 in the last round)")
     assert sorted(engine.rows("dist")) == [(0, 0), (1, 1)]
     assert sorted(engine.rows("edge")) == [(0, 1, 1)]
+    engine.insert("edge", (1, 2, 3))  # the groups' rows and the table still agree
+    engine.insert("edge", (0, 2, 5))
+    assert engine.run()[0].errors == []
+    assert sorted(engine.rows("dist")) == [(0, 0), (1, 1), (2, 4)]
+    check_indexes(engine.store.tables["dist"])
 
 
 def test_values_that_do_not_compare_fail_the_step() -> None:
