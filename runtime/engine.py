@@ -212,11 +212,15 @@ class Engine:
         # with backend "vector" or "auto": the strata DuckDB runs (runtime/vector.py)
         self.vector: VectorStrata | None = None
         if backend in ("vector", "auto"):
-            from overlog.runtime import vector
+            from overlog.runtime import memory, vector
 
+            # with auto, a relation DuckDB derives stays there from Spark's threshold (the
+            # rows that would fill a quarter of memory in the store)
             self.vector = vector.VectorStrata(
                 plan, relations, None if backend == "vector" else vector.THRESHOLD
-                if vector_threshold is None else vector_threshold)
+                if vector_threshold is None else vector_threshold,
+                hold=None if backend == "vector" else memory.THRESHOLD
+                if spark_threshold is None else spark_threshold)
         self._offload: Offload | None = self.spark if backend == "spark" else self.vector
         if backend == "auto":
             from overlog.runtime.placement import Placement

@@ -75,7 +75,9 @@ class Placement:
 
     @property
     def held(self) -> Mapping[str, int]:
-        return self.spark.held if self.spark is not None else {}
+        spark = self.spark.held if self.spark is not None else {}
+        vector = self.vector.held if self.vector is not None else {}
+        return {**spark, **vector} if spark and vector else spark or vector
 
     def begin_step(self) -> None:
         for offload in (self.spark, self.vector):
@@ -98,7 +100,10 @@ class Placement:
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                  cap: int) -> Any:
         stratum = rules[0].stratum
-        if self.spark is not None:
+        vector = self.vector
+        # (a stratum whose head DuckDB holds stays there: its rows are not in the store)
+        if self.spark is not None and not (vector is not None and any(
+                rule.head in vector.held for rule in rules)):
             found = self.spark.evaluate(rules, store, max_rounds, plus, minus, cap)
             if found is not None:
                 self.name = self.spark.name

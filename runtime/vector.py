@@ -377,14 +377,17 @@ class VectorStrata:
     hold that many rows and its rounds are large (see ``_wanted``), moving it in the middle
     of the step when a local round gets there (``moved``: what ran there last, at what
     size; ``transitions``: every move there and back). Then DuckDB missing is not an
-    error: ``unavailable`` says why."""
+    error: ``unavailable`` says why. With a threshold, a head that could be held here
+    (``holdable``) and comes out of an evaluation with ``hold`` rows or more stays here,
+    rather than filling Python's memory (``--backend vector`` holds them at any size)."""
 
     name = "DuckDB"
 
     def __init__(self, plan: p.ProgramPlan, relations: Mapping[str, Any],
-                 threshold: int | None = None) -> None:
+                 threshold: int | None = None, hold: int | None = None) -> None:
         self.plan = plan
         self.threshold = threshold
+        self.hold = hold
         self.moved: dict[str, int] = {}
         self.transitions: list[tuple[str, int, bool]] = []
         self.unavailable: str | None = None
@@ -459,8 +462,11 @@ class VectorStrata:
         if names is None:
             names = self._tables[stratum] = sorted({rule.head for rule in rules}.union(  # type: ignore[index]
                 *(p.plan_relations(each) for rule in rules for _, each in rule.plans())))
-        size = sum(len(store.rows(name)) for name in names)
-        wanted = size >= threshold and work >= threshold // 16
+        held = self.held
+        size = sum(held[name] if name in held else len(store.rows(name)) for name in names)
+        # (a stratum whose head is held here stays: its rows are not in the store)
+        wanted = (size >= threshold and work >= threshold // 16) \
+            or not held.keys().isdisjoint(names)
         if wanted:
             try:
                 self.start()
@@ -491,12 +497,12 @@ class VectorStrata:
 
     @property
     def holdable(self) -> dict[str, int]:
-        """The relations that live only in DuckDB, each with the stratum deriving it: with
-        ``--backend vector`` (no threshold), a head that only its own stratum reads, which
-        Spark could hold too (persistent, no keys or soft state, derived only by view rules
-        of a stratum DuckDB may run, which reads no events); not those a listener reads."""
-        if self.threshold is not None:
-            return {}
+        """The relations that may live only in DuckDB, each with the stratum deriving it: a
+        head that only its own stratum reads, which Spark could hold too (persistent, no
+        keys or soft state, derived only by view rules of a stratum DuckDB may run, which
+        reads no events); not those a listener reads. With ``--backend vector`` (no
+        threshold) they are held from their first evaluation; with a threshold, once one
+        gives them ``hold`` rows."""
         if self._holdable is None:
             self._holdable = held_here(self.plan, self.never)
         return {name: stratum for name, stratum in self._holdable.items()
@@ -664,7 +670,11 @@ class VectorStrata:
         # what a failure leaves behind is dropped with it (``forget``)
         resident = self.resident[stratum] = before if incremental else _Resident({}, {})
         tables, types = resident.tables, resident.types  # type: ignore[union-attr]
-        hold = [head for head in heads if head in self.holdable]  # (rows staying here)
+        holdable = self.holdable
+        # (rows staying here: with a threshold, only those held already, before the
+        # evaluation; see ``_big`` for the others)
+        hold = [head for head in heads if head in holdable
+                and (self.threshold is None or head in self.held)]
         delta: dict[str, str] = {}  # relation -> the table of its new rows this round
         try:
             if incremental:
@@ -714,9 +724,15 @@ class VectorStrata:
         self.incremental += incremental
         changes: dict[str, tuple[set[Row], set[Row]] | Held | Filled] = {}
         for head in heads:
+            if head not in hold and head in holdable and self._big(head, tables[head], store,
+                                                                   incremental):
+                if head in filled and not one and gained[head] is not None:
+                    self._drop([gained[head]])  # (the rows' rounds, not wanted now)
+                    gained[head] = 0
+                hold.append(head)
             if head in hold:
                 changes[head] = self._held(head, tables[head], gained[head], incremental,
-                                           store)
+                                           store, seeds is not None)
                 continue
             stored = store.rows(head)
             if head in filled:
@@ -729,6 +745,17 @@ class VectorStrata:
             rows = self._fetch(tables[head], types[head])  # derived and asserted
             changes[head] = (rows - stored, stored - rows) if stored else (rows, set())
         return changes
+
+    def _big(self, head: str, table: str | None, store: Any, incremental: bool) -> bool:
+        """With a threshold, whether ``head``'s rows in ``table`` (the evaluation's result,
+        the store's rows included when ``incremental``) reach ``hold``: too many to bring
+        back to Python's store, where they would fill a quarter of its memory."""
+        if self.hold is None or table is None:
+            return False
+        if incremental and len(store.rows(head)) >= self.hold:
+            return True
+        count = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        return count >= self.hold
 
     def _filled(self, table: str | None, types: Types | None,
                 indexes: list[tuple[int, ...]], born: bool,
@@ -824,9 +851,10 @@ class VectorStrata:
         return True
 
     def _held(self, head: str, table: str, gained: set[Row] | int, incremental: bool,
-              store: Any) -> Held:
+              store: Any, grown: bool = False) -> Held:
         """``head`` is held in ``table`` now (journaled): how many rows it gained and
-        lost, from the rows it held, or the store did, before."""
+        lost, from the rows it held, or the store did, before (with ``grown``, ``table``
+        holds those and more: an evaluation continuing from the store's rows)."""
         con = self.con
         old = self._holding.get(head)
         if old is None and store.rows(head):  # the store's rows until now
@@ -837,6 +865,8 @@ class VectorStrata:
         before = con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] if old else 0
         if incremental:  # (rows when it was not held as the evaluation started)
             added, removed = gained if isinstance(gained, int) else len(gained), 0
+        elif grown:
+            added, removed = count - before, 0
         elif not (count and before) or self._types(table) != self._types(old):  # type: ignore[arg-type]
             added, removed = count, before  # (values of two types are never equal)
         else:

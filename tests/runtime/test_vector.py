@@ -296,6 +296,59 @@ def test_auto_past_the_spark_threshold_leaves_duckdb_for_spark(
     assert (report.firings, engine.vector.resident, calls) == ({}, {}, [0, 0])
 
 
+def test_auto_holds_a_large_result_in_duckdb() -> None:
+    """With auto, a relation DuckDB derived with ``hold`` rows or more (Spark's threshold:
+    the rows that would fill a quarter of memory in the store) stays in DuckDB, as with
+    ``--backend vector``; its stratum stays there while it is held, even for a step too
+    small to move it (one link), and it stays held when it shrinks; a smaller result
+    comes back to the store; a listener brings it back."""
+    here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=32)
+    there.vector.hold = 40
+    steps = [[("insert", (i, i + 1)) for i in range(1, 8)],  # 28 rows: back in the store
+             [("insert", (i, i + 1)) for i in range(8, 10)],  # 45 rows: held
+             [("insert", (10, 11))],  # one row of work: DuckDB all the same
+             [("delete", (5, 6))]]  # removed: afresh, in DuckDB; 25 rows, still held
+    places = []
+    for batch in steps:
+        for engine in (here, there):
+            for op, row in batch:
+                getattr(engine, op)("link", row)
+        here.run()
+        (report,) = there.run()
+        assert there.rows("reach") == here.rows("reach")
+        places.append((report.firings, dict(there.vector.held),
+                       len(there.store.rows("reach")), there.vector.incremental))
+    assert places == [  # (moved at 32 rows in step 1; continuing from there after)
+        ({"rule 1": 7, "rule 2": 18, "stratum 0 on DuckDB": 3}, {}, 28, 0),
+        ({"stratum 0 on DuckDB": 17}, {"reach": 45}, 0, 1),
+        ({"stratum 0 on DuckDB": 10}, {"reach": 55}, 0, 2),
+        ({"stratum 0 on DuckDB": 0}, {"reach": 25}, 0, 2)]
+    there.register_listener("reach", None, lambda row: None)
+    assert (there.vector.held, there.rows("reach")) == ({}, here.rows("reach"))
+    assert len(there.store.rows("reach")) == 25
+
+
+def test_auto_leaves_a_stratum_duckdb_holds_to_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark, which decides first, is not asked about a stratum whose head DuckDB holds:
+    that head's rows are not in the store Spark would read."""
+    calls = []
+
+    def evaluate(self, rules, store, max_rounds, plus, minus, cap=0):
+        calls.append(rules[0].stratum)
+        return None
+
+    monkeypatch.setattr("overlog.runtime.spark.SparkStrata.evaluate", evaluate)
+    engine = Engine(TC, vector_threshold=0)
+    engine.vector.hold = 3
+    for row in [(1, 2), (2, 3)]:
+        engine.insert("link", row)
+    engine.run()
+    engine.insert("link", (3, 4))
+    engine.run()
+    assert (calls, engine.vector.held, engine.rows("reach")) == (
+        [0], {"reach": 6}, [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)])
+
+
 def test_auto_without_duckdb_runs_locally_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "duckdb.py").write_text("raise ImportError('no DuckDB here', name='duckdb')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
