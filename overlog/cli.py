@@ -153,7 +153,7 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if value < 0:
             raise _UsageError(f"{flag} takes a number of rows >= 0")
     notes = spark.placement(plan, threshold)
-    for stratum, lines in vector.placement(plan, vector_threshold).items():
+    for stratum, lines in vector.placement(plan, vector_threshold, threshold).items():
         notes[stratum][1:1] = lines  # after where Spark runs its views
     print(format_program_plan(plan, notes), file=out)
     return EXIT_OK

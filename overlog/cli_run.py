@@ -68,11 +68,13 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--format", choices=["text", "csv", "jsonl"], default="text")
     run.add_argument("--backend", choices=["auto", "local", "spark", "vector"],
                      default="auto",
-                     help="where strata run: auto moves a stratum to Spark once its tables "
-                     "hold --spark-threshold rows; spark runs every stratum it can there; "
+                     help="where strata run: auto moves a stratum to DuckDB once its tables "
+                     "hold --vector-threshold rows, and to Spark once they hold "
+                     "--spark-threshold rows; spark runs every stratum it can there; "
                      "vector runs every stratum it can in DuckDB, in this process")
     run.add_argument("--spark-threshold", type=int, metavar="ROWS",
-                     help="with --backend auto (default: a quarter of this machine's "
+                     help="with --backend auto; also the rows from which a relation DuckDB "
+                     "derives stays there (default: a quarter of this machine's "
                      f"memory as rows, here {SPARK_THRESHOLD:,})")
     run.add_argument("--vector-threshold", type=int, metavar="ROWS",
                      help="with --backend auto: the rows a stratum's tables hold when it "

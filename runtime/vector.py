@@ -36,6 +36,7 @@ from typing import Any
 from overlog import plan as p
 from overlog.limits import MAX_ROUNDS, recursion_room
 from overlog.runtime.arrowrows import indexed_rows, shared_rows
+from overlog.runtime.memory import THRESHOLD as HOLD
 from overlog.runtime.memory import VECTOR_THRESHOLD as THRESHOLD
 from overlog.runtime.placement import holdable, stratum_views
 from overlog.runtime.seminaive import Filled, Held
@@ -1064,9 +1065,11 @@ def held_here(plan: p.ProgramPlan, never: Mapping[int, str]) -> dict[str, int]:
             if stratum is not None and readers.get(name, set()) <= {stratum}}
 
 
-def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list[str]]:
-    """Where each stratum's views run with ``--backend vector``, as ``overlog explain`` says
-    it: stratum -> lines, and which relations live only in DuckDB."""
+def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD,
+              hold: int = HOLD) -> dict[int, list[str]]:
+    """Where each stratum's views run with ``--backend vector`` (with auto: from
+    ``threshold`` rows), as ``overlog explain`` says it: stratum -> lines, and which
+    relations live only in DuckDB (with auto: from ``hold`` rows)."""
     notes: dict[int, list[str]] = {}
     never = {}
     for stratum in plan.strata:
@@ -1081,6 +1084,6 @@ def placement(plan: p.ProgramPlan, threshold: int = THRESHOLD) -> dict[int, list
                 if reason is None else f"views run locally with --backend vector ({reason})"]
     for name, writer in sorted(held_here(plan, never).items()):
         if name not in plan.watched:  # (`overlog run` prints it from a listener)
-            notes[writer].append(f"{name} lives only in DuckDB with --backend vector, "
-                                 "unless a listener reads it")
+            notes[writer].append(f"{name} lives only in DuckDB with --backend vector (auto: "
+                                 f"from {hold:,} rows), unless a listener reads it")
     return notes

@@ -636,9 +636,11 @@ def test_final_tables_of_a_relation_held_in_duckdb(tmp_path: Path) -> None:
 def test_explain_says_where_the_views_run_and_what_lives_in_duckdb(tmp_path: Path) -> None:
     (tmp_path / "p.olg").write_text(TC + "far(X) :- reach(X, _), notin link(X, 1).\n"
                                     "bad(X) :- link(X, Y), Z := X / Y.\n")
-    code, out, _ = run_cli(["explain", "p.olg", "--vector-threshold", "50"], cwd=tmp_path)
+    code, out, _ = run_cli(["explain", "p.olg", "--vector-threshold", "50",
+                            "--spark-threshold", "5000"], cwd=tmp_path)
     lines = [line for line in out.splitlines() if "vector" in line]
     assert (code, lines) == (0, [
         "  views run locally with --backend vector (/ and % do not run on DuckDB yet)",
         "  views run on DuckDB with --backend vector (auto: at 50 rows)",
-        "  far lives only in DuckDB with --backend vector, unless a listener reads it"])
+        "  far lives only in DuckDB with --backend vector (auto: from 5,000 rows), unless a "
+        "listener reads it"])
