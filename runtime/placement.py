@@ -100,20 +100,38 @@ class Placement:
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
                  cap: int) -> Any:
         stratum = rules[0].stratum
-        vector = self.vector
-        # (a stratum whose head DuckDB holds stays there: its rows are not in the store)
-        if self.spark is not None and not (vector is not None and any(
-                rule.head in vector.held for rule in rules)):
-            found = self.spark.evaluate(rules, store, max_rounds, plus, minus, cap)
+        spark, vector = self.spark, self.vector
+        # a stratum whose head DuckDB holds stays there (its rows are not in the store), but
+        # for one reading a relation Spark holds: the head comes back, and Spark decides
+        there = vector is not None and any(rule.head in vector.held for rule in rules)
+        if there and spark is not None and spark.held and not spark.held.keys().isdisjoint(
+                set().union(*(p.plan_relations(each) for rule in rules
+                              for _, each in rule.plans()))):
+            vector.forget(stratum, store)  # type: ignore[union-attr, arg-type]
+            there = False
+        if spark is not None and not there:
+            found = self._on_spark(rules, store, max_rounds, plus, minus, cap)
             if found is not None:
-                self.name = self.spark.name
-                if self.vector is not None:  # what DuckDB held for it is stale now
-                    self.vector.forget(stratum, store)  # type: ignore[arg-type]
                 return found
-        if self.vector is None:
+        if vector is None:
             return None
-        self.name = self.vector.name
-        return self.vector.evaluate(rules, store, max_rounds, plus, minus, cap)
+        self.name = vector.name
+        found = vector.evaluate(rules, store, max_rounds, plus, minus, cap)
+        if found is None and there and spark is not None:  # (DuckDB failed: back in the
+            return self._on_spark(rules, store, max_rounds, plus, minus, cap)  # store)
+        return found
+
+    def _on_spark(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
+                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],
+                  cap: int) -> Any:
+        """Spark's evaluation of the stratum, or None: what DuckDB kept for it is stale."""
+        assert self.spark is not None
+        found = self.spark.evaluate(rules, store, max_rounds, plus, minus, cap)
+        if found is not None:
+            self.name = self.spark.name
+            if self.vector is not None:  # what DuckDB held for it is stale now
+                self.vector.forget(rules[0].stratum, store)  # type: ignore[arg-type]
+        return found
 
     def monotone(self, rules: list[p.RulePlan], store: Any, max_rounds: int,
                  plus: Mapping[str, set[Row]], minus: Mapping[str, set[Row]],

@@ -718,8 +718,13 @@ class VectorStrata:
             filled = [head for head in heads if head not in hold and store.index_columns(head)
                       and (seeds is not None or not store.rows(head))] \
                 if len(heads) == 1 and not incremental and self.threshold is not None else []
+            # heads that may be held from this evaluation on (with a threshold): their new
+            # rows stay a table until ``_big`` says whether they come to Python
+            tabled = [head for head in heads if head in holdable and head not in hold
+                      and head not in filled] \
+                if self.threshold is not None and (incremental or seeds is not None) else []
             gained = self._rounds(heads, rules, queries, delta, translate, max_rounds, cap,
-                                  incremental or seeds is not None, filled)
+                                  incremental or seeds is not None, filled, tabled)
         finally:
             self._drop(delta.values())
         self.incremental += incremental
@@ -727,10 +732,18 @@ class VectorStrata:
         for head in heads:
             if head not in hold and head in holdable and self._big(head, tables[head], store,
                                                                    incremental):
-                if head in filled and not one and gained[head] is not None:
-                    self._drop([gained[head]])  # (the rows' rounds, not wanted now)
-                    gained[head] = 0
+                if head in filled or head in tabled:  # (rows not wanted in Python now)
+                    table = gained[head] if isinstance(gained[head], str) else None
+                    gained[head] = self.con.execute(
+                        f"SELECT count(*) FROM {table}").fetchall()[0][0] if table else 0
+                    if table:
+                        self._drop([table])
                 hold.append(head)
+            elif head in tabled:  # (not held: its new rows come to Python)
+                table = gained[head]
+                gained[head] = self._fetch(table, types[head]) if table else set()
+                if table:
+                    self._drop([table])
             if head in hold:
                 changes[head] = self._held(head, tables[head], gained[head], incremental,
                                            store, seeds is not None)
@@ -858,12 +871,15 @@ class VectorStrata:
         holds those and more: an evaluation continuing from the store's rows)."""
         con = self.con
         old = self._holding.get(head)
-        if old is None and store.rows(head):  # the store's rows until now
-            kinds, arrow = columns(store.rows(head), self.arity[head])
-            old = self._create(kinds)  # type: ignore[arg-type]
-            self._insert(old, arrow)
         count = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-        before = con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] if old else 0
+        if old is not None:
+            before = con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0]
+        else:  # the store's rows until now (in a table only where they are compared)
+            before = len(store.rows(head))
+            if before and not (incremental or grown):
+                kinds, arrow = columns(store.rows(head), self.arity[head])
+                old = self._create(kinds)  # type: ignore[arg-type]
+                self._insert(old, arrow)
         if incremental:  # (rows when it was not held as the evaluation started)
             added, removed = gained if isinstance(gained, int) else len(gained), 0
         elif grown:
@@ -894,16 +910,18 @@ class VectorStrata:
     def _rounds(self, heads: list[str], rules: list[p.RulePlan],
                 queries: dict[str, list[tuple[str, Types]]], delta: dict[str, str],
                 translate: Translator, max_rounds: int, cap: int, gain: bool,
-                born: Iterable[str] = (),
+                born: Iterable[str] = (), tabled: Iterable[str] = (),
                 ) -> dict[str, Any]:
         """Semi-naive rounds from ``queries`` (reading ``delta``, the tables of new rows)
         until nothing is new: with ``gain``, each head's new rows (how many, for a head
-        held here); for a head in ``born``, a table of its new rows, each with the round
-        that derived it in a last column (None: no rows; the caller drops it). The tables
-        of new rows are dropped as the rounds go (``delta`` holds those left)."""
+        held here; a table of them, for a head in ``tabled``); for a head in ``born``, a
+        table of its new rows, each with the round that derived it in a last column (None:
+        no rows; the caller drops the tables). The tables of new rows are dropped as the
+        rounds go (``delta`` holds those left)."""
         tables, types = translate.tables, translate.types
         gained: dict[str, str] = {}  # head -> a table of every row it gained
         born = set(born)
+        tabled = set(tabled)
         counts = dict.fromkeys(heads, 0)
         count = 0
         kept = False
@@ -948,7 +966,7 @@ class VectorStrata:
             for head in heads:
                 if head in self._holding:
                     found[head] = counts[head]
-                elif head in born:
+                elif head in born or head in tabled:
                     found[head] = gained.get(head)
                 else:
                     found[head] = self._fetch(gained[head], types[head]) if head in gained \
@@ -957,7 +975,7 @@ class VectorStrata:
             return found
         finally:
             self._drop([table for head, table in gained.items()
-                        if not (kept and head in born)])
+                        if not (kept and (head in born or head in tabled))])
 
     def _triggered(self, rules: list[p.RulePlan], delta: Mapping[str, str],
                    translate: Translator, queries: dict[str, list[tuple[str, Types]]]) -> None:

@@ -38,3 +38,43 @@ def test_a_container_limit_lowers_the_memory(tmp_path: Path) -> None:
 
 def test_the_default_is_this_machines() -> None:
     assert memory.threshold_for(memory.machine_memory()) == memory.THRESHOLD
+
+
+class _Offload:
+    """An offload recording what Placement asks of it: it holds ``held``, and evaluates a
+    stratum as ``answer`` says (None: declines)."""
+
+    def __init__(self, name: str, held: dict[str, int], answer: object, log: list) -> None:
+        self.name, self.held, self.answer, self.log = name, held, answer, log
+
+    def evaluate(self, rules, store, max_rounds, plus, minus, cap):
+        self.log.append((self.name, "evaluate"))
+        return self.answer
+
+    def forget(self, stratum, store) -> None:
+        self.log.append((self.name, "forget"))
+        self.held.clear()
+
+
+@pytest.mark.parametrize(("spark_held", "vector_answer", "log"), [
+    # DuckDB holds the head: Spark is not asked
+    ({}, {"reach": "DuckDB's"}, [("DuckDB", "evaluate")]),
+    # Spark holds a relation the stratum reads: the head comes back, Spark decides
+    ({"link": 3}, None, [("DuckDB", "forget"), ("Spark", "evaluate"),
+                         ("DuckDB", "forget")]),
+    # DuckDB fails on it (the head is back in the store): Spark is asked then
+    ({}, None, [("DuckDB", "evaluate"), ("Spark", "evaluate"), ("DuckDB", "forget")]),
+])
+def test_a_stratum_duckdb_holds_stays_there_unless_spark_holds_what_it_reads(
+        spark_held: dict, vector_answer: object, log: list) -> None:
+    from overlog.api import compile_program
+    from overlog.runtime.placement import Placement
+
+    plan = compile_program("reach(X, Y) :- link(X, Y).\n"
+                           "reach(X, Z) :- link(X, Y), reach(Y, Z).\n")
+    asked: list = []
+    spark = _Offload("Spark", spark_held, {"reach": "Spark's"}, asked)
+    vector = _Offload("DuckDB", {"reach": 10}, vector_answer, asked)
+    placement = Placement(spark, vector)  # type: ignore[arg-type]
+    found = placement.evaluate(list(plan.rules), None, 10, {}, {}, 100)
+    assert (asked, found) == (log, vector_answer or {"reach": "Spark's"})

@@ -328,6 +328,54 @@ def test_auto_holds_a_large_result_in_duckdb() -> None:
     assert len(there.store.rows("reach")) == 25
 
 
+def test_auto_holds_a_result_continued_from_local_rounds_and_lets_it_go() -> None:
+    """A stratum that moved in the middle of a step and reached ``hold`` there is held from
+    that step (the report counts DuckDB's part: the local rounds' rows are listed); a
+    value DuckDB cannot hold beside the others (a string among ints) brings it back and
+    the stratum runs locally; so does an insert into it."""
+    here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=32)
+    there.vector.hold = 20
+    steps = [("link", [(i, i + 1) for i in range(1, 8)]), ("link", [(8, "x")]),
+             ("reach", [(100, 200)])]
+    places = []
+    for relation, rows in steps:
+        for engine in (here, there):
+            for row in rows:
+                engine.insert(relation, row)
+        here.run()
+        (report,) = there.run()
+        assert there.rows("reach") == here.rows("reach") and report.errors == []
+        places.append((report.firings, report.held, dict(there.vector.held),
+                       len(there.store.rows("reach"))))
+    assert places == [
+        ({"rule 1": 7, "rule 2": 18, "stratum 0 on DuckDB": 3}, {"reach": (3, 0)},
+         {"reach": 28}, 0),
+        ({"rule 1": 1, "rule 2": 7}, {}, {}, 36),
+        ({}, {}, {}, 37)]
+    assert there.vector.local == {0: "a column holding int and string values"}
+
+
+def test_auto_holds_nothing_from_a_step_rolled_back() -> None:
+    here, there = (Engine(TC, backend="local", max_tuples=25),
+                   Engine(TC, vector_threshold=0, max_tuples=25))
+    there.vector.hold = 5
+    reports = []
+    for engine in (here, there):
+        for i in range(1, 8):
+            engine.insert("link", (i, i + 1))
+        reports.append([(e.code, e.message) for r in engine.run() for e in r.errors])
+    assert reports[0] == reports[1] and reports[0][0][0] == "E307"
+    assert there.vector.held == {} and there.rows("reach") == here.rows("reach")
+    assert there.rows("link") == here.rows("link")
+
+
+def test_with_auto_duckdb_holds_from_the_spark_threshold() -> None:
+    from overlog.runtime.memory import THRESHOLD
+
+    assert (Engine(TC).vector.hold, Engine(TC, spark_threshold=1234).vector.hold,
+            Engine(TC, backend="vector").vector.hold) == (THRESHOLD, 1234, None)
+
+
 def test_auto_leaves_a_stratum_duckdb_holds_to_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
     """Spark, which decides first, is not asked about a stratum whose head DuckDB holds:
     that head's rows are not in the store Spark would read."""
