@@ -686,6 +686,12 @@ class VectorStrata:
                     if plus.get(name):
                         delta[name] = self._new_rows(name, plus[name], tables, types)
             else:
+                if seeds is None:  # afresh: the rows derived again that the heads held
+                    # before are not new (a deletion from a relation larger than the
+                    # step's tuple limit is not refused); the fixpoint counts what is
+                    cap += sum(self.held[head] if head in self.held else
+                               len(store.rows(head)) - len(store.asserted(head))
+                               for head in heads)
                 for name in names:
                     self._load(name, store.rows(name), tables, types)
                 for head in heads:

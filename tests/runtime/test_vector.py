@@ -495,6 +495,30 @@ def test_past_a_step_limit_a_held_relation_comes_back() -> None:
     assert engine.vector.held == {"reach": 3} and engine.store.rows("reach") == set()
 
 
+def test_a_deletion_from_a_held_relation_past_the_tuple_limit_stays_in_duckdb() -> None:
+    """Evaluated afresh (a deletion), a held relation's rows derived again are not new
+    tuples: 21 of them under a limit of 20 stay in DuckDB, as the local backend's
+    deletion passes; new rows past the limit still fail the step."""
+    here, there = (Engine(TC, backend="local", max_tuples=20),
+                   Engine(TC, backend="vector", max_tuples=20))
+    steps = [[("insert", (i, i + 1)) for i in range(1, 6)], [("insert", (6, 7))],
+             [("insert", (7, 8))], [("delete", (7, 8))],
+             [("insert", (i, i + 1)) for i in range(7, 12)]]  # 45 new rows: E307
+    held = []
+    for batch in steps:
+        reports = []
+        for engine in (here, there):
+            for op, row in batch:
+                getattr(engine, op)("link", row)
+            reports.append([e.code for r in engine.run() for e in r.errors])
+        assert reports[1] == reports[0] and there.rows("reach") == here.rows("reach")
+        held.append((dict(there.vector.held), reports[0]))
+    assert held == [({"reach": 15}, []), ({"reach": 21}, []), ({"reach": 28}, []),
+                    ({"reach": 21}, []), ({"reach": 21}, ["E307"])]
+    assert there.vector.local == {0: "more rows than a step may derive (the local backend "
+                                     "reports it)"}
+
+
 @pytest.mark.parametrize(("program", "recursive"), [
     (TC, 1),  # one linear rule: one recursive query
     ("reach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), reach(Y, Z).\n", 0),
