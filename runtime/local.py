@@ -26,8 +26,9 @@ import threading
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Mapping
-from functools import partial
+from functools import lru_cache, partial
 from operator import itemgetter
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from overlog import plan as p
@@ -90,7 +91,7 @@ class LocalBackend:
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]
         filename = f"<overlog plan {digest}>"
         with _lock:  # finalizers may run on any thread
-            exec(compile(source, filename, "exec"), namespace)
+            exec(_compiled(source, filename), namespace)
             run = namespace["run"]
             # the source stays readable in tracebacks while some plan function uses it
             # (counted first: a finalizer running in between must not drop the entry)
@@ -223,6 +224,13 @@ def _distinct(rows: list[Row]) -> int:
     counts distinct rows, as a set's would); how many there are."""
     rows[:] = set(rows)
     return len(rows)
+
+
+@lru_cache(maxsize=2048)
+def _compiled(source: str, filename: str) -> CodeType:
+    """A plan's code, compiled once per process: engines of one program (the nodes of a
+    simulation, a test's engines) share it. Each gets its own namespace."""
+    return compile(source, filename, "exec")
 
 
 def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:

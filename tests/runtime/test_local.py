@@ -50,6 +50,21 @@ def test_scan_join_project(backend: LocalBackend) -> None:
     assert run([]) == set()
 
 
+def test_a_plan_is_compiled_once_per_process(backend: LocalBackend) -> None:
+    """Two backends (two engines of one program) share a plan's code, each over its own
+    store: the second reads its own tables."""
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(join("b", V.FULL, "Y", "Z"),),
+                  project=p.Project(terms=(var("X"), var("Z"))))
+    store = LocalStore({name: Relation(name=name, arity=2, event=False, keys=(0, 1))
+                        for name in ("a", "b", "out")})
+    store.add("b", (2, "w"))
+    other = LocalBackend(store, backend.functions)
+    first, second = backend.prepare(plan), other.prepare(plan)
+    assert first.__code__ is second.__code__
+    assert (first([(1, 2), (2, 3)]), second([(1, 2), (2, 3)])) == ({(2, "x")}, {(1, "w")})
+
+
 def test_old_joins_skip_the_excluded_delta(backend: LocalBackend) -> None:
     plan = p.Plan(driver=p.Seed(vars=("Y",), columns=(0,)),
                   operators=(join("b", V.OLD, "Y", "Z"),),
