@@ -740,8 +740,7 @@ class VectorStrata:
                                                                    incremental):
                 if head in filled or head in tabled:  # (rows not wanted in Python now)
                     table = gained[head] if isinstance(gained[head], str) else None
-                    gained[head] = self.con.execute(
-                        f"SELECT count(*) FROM {table}").fetchall()[0][0] if table else 0
+                    gained[head] = self._count(table) if table else 0
                     if table:
                         self._drop([table])
                 hold.append(head)
@@ -774,8 +773,7 @@ class VectorStrata:
             return False
         if incremental and len(store.rows(head)) >= self.hold:
             return True
-        count = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-        return count >= self.hold
+        return self._count(table) >= self.hold
 
     def _filled(self, table: str | None, types: Types | None,
                 indexes: list[tuple[int, ...]], born: bool,
@@ -875,11 +873,10 @@ class VectorStrata:
         """``head`` is held in ``table`` now (journaled): how many rows it gained and
         lost, from the rows it held, or the store did, before (with ``grown``, ``table``
         holds those and more: an evaluation continuing from the store's rows)."""
-        con = self.con
         old = self._holding.get(head)
-        count = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        count = self._count(table)
         if old is not None:
-            before = con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0]
+            before = self._count(old)
         else:  # the store's rows until now (in a table only where they are compared)
             before = len(store.rows(head))
             if before and not (incremental or grown):
@@ -893,14 +890,17 @@ class VectorStrata:
         elif not (count and before) or self._types(table) != self._types(old):  # type: ignore[arg-type]
             added, removed = count, before  # (values of two types are never equal)
         else:
-            added, removed = (con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT "
-                                          f"SELECT * FROM {b})").fetchall()[0][0]
+            added, removed = (self._count(f"(SELECT * FROM {a} EXCEPT SELECT * FROM {b})")
                               for a, b in ((table, old), (old, table)))
         self._started.setdefault(head, old if head in self.held else None)
         if old is not None:
             self._stale.add(old)
         self._set_holding(head, table, count, store)
         return Held(added, removed)  # type: ignore[arg-type]
+
+    def _count(self, table: str) -> int:
+        """How many rows ``table`` (or a parenthesized query) holds."""
+        return self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
 
     def _copy(self, table: str) -> str:
         copy = self._fresh()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from overlog import Engine
+from overlog import Engine, StepReport
 
 # (program, inputs of each step: (op, relation, row)): edge cases every backend must run as
 # the local backend does
@@ -100,19 +100,28 @@ ALIKE = [
 ]
 
 
+def run_alike(here: Engine, there: Engine, inputs: list) -> list[StepReport]:
+    """One ``run()`` of ``inputs`` ((op, relation, row)) on each engine (``here`` the local
+    backend's): both must report the same errors and hold the same rows. ``there``'s
+    reports."""
+    reports, errors = [], []
+    for engine in (here, there):
+        for op, relation, row in inputs:
+            getattr(engine, op)(relation, row)
+        reports = engine.run()
+        errors.append([(e.code, e.message, e.quarantined) for r in reports
+                       for e in r.errors])
+    assert errors[1] == errors[0]
+    for name, relation in here.relations.items():
+        if not relation.event:
+            assert there.rows(name) == here.rows(name), name
+    return reports
+
+
 def assert_alike(program: str, steps: list, **options: Any) -> None:
     """Run ``program`` locally and with ``options`` (a backend), step by step (a first step
     with no inputs, then one per item of ``steps``): both must report the same errors and
     hold the same rows."""
     here, there = Engine(program, backend="local"), Engine(program, **options)
     for inputs in [[], *steps]:
-        reports = []
-        for engine in (here, there):
-            for op, relation, row in inputs:
-                getattr(engine, op)(relation, row)
-            reports.append([(e.code, e.message, e.quarantined) for r in engine.run()
-                            for e in r.errors])
-        assert reports[1] == reports[0]
-        for name, relation in here.relations.items():
-            if not relation.event:
-                assert there.rows(name) == here.rows(name), name
+        run_alike(here, there, inputs)

@@ -19,7 +19,7 @@ from overlog import Engine
 from overlog.errors import CompileError
 from overlog.runtime import spark
 from tests.goldens import compare, discover, golden_id, run_cli
-from tests.runtime.alike import ALIKE, assert_alike
+from tests.runtime.alike import ALIKE, assert_alike, run_alike
 from tests.runtime.test_recursive_aggregates import TEMPLATES as MIN_MAX
 from tests.runtime.test_recursive_aggregates import batches as min_max_batches
 from tests.runtime.test_recursive_aggregates import edges
@@ -569,19 +569,14 @@ def test_auto_moves_a_stratum_back_once_its_tables_shrink_to_a_quarter() -> None
     quarter of the threshold (its rows then in the store, exactly), and goes again when
     they grow back to it."""
     here, there = Engine(TC, backend="local"), Engine(TC, spark_threshold=40)
-    chain = [(i, i + 1) for i in range(1, 10)]
-    steps = [[("insert", row) for row in chain],  # grows past 40 in the step: to Spark
-             [("delete", row) for row in chain[2:]],  # on Spark: 2 links, 3 reach rows
-             [("insert", (20, 21))],  # 6 rows at the start: back
-             [("insert", row) for row in chain[2:]]]  # grows past 40 in the step: again
+    chain = [("link", (i, i + 1)) for i in range(1, 10)]
+    steps = [[("insert", *row) for row in chain],  # grows past 40 in the step: to Spark
+             [("delete", *row) for row in chain[2:]],  # on Spark: 2 links, 3 reach rows
+             [("insert", "link", (20, 21))],  # 6 rows at the start: back
+             [("insert", *row) for row in chain[2:]]]  # grows past 40 in the step: again
     places = []
-    for batch in steps:
-        for engine in (here, there):
-            for op, row in batch:
-                getattr(engine, op)("link", row)
-        here.run()
-        (report,) = there.run()
-        assert there.rows("reach") == here.rows("reach")
+    for inputs in steps:
+        (report,) = run_alike(here, there, inputs)
         places.append((dict(there.spark.moved), sorted(report.firings)))
     assert places == [({"stratum 0": 44}, ["stratum 0 on Spark"]),  # after a round
                       ({"stratum 0": 44}, ["stratum 0 on Spark"]),

@@ -14,7 +14,7 @@ import pytest
 from overlog import Engine
 from overlog.runtime import vector
 from tests.goldens import compare, discover, golden_id, run_cli
-from tests.runtime.alike import ALIKE, assert_alike
+from tests.runtime.alike import ALIKE, assert_alike, run_alike
 from tests.runtime.test_store import check_indexes
 from tests.test_golden_eval import _args
 
@@ -193,19 +193,14 @@ def test_auto_moves_a_stratum_to_duckdb_once_its_tables_and_rounds_are_large() -
     (DuckDB continuing from the local rounds), and the results stay the local backend's.
     A step of removals (no new rows to start from) runs locally."""
     here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=40)
-    chain = [(i, i + 1) for i in range(1, 10)]
-    steps = [[("insert", row) for row in chain[:2]],  # 5 rows: local
-             [("insert", row) for row in chain[2:]],  # grows past 40 in the step: to DuckDB
-             [("delete", row) for row in chain[2:]],  # only removals: local
-             [("insert", row) for row in chain[2:]]]  # to DuckDB again
+    chain = [("link", (i, i + 1)) for i in range(1, 10)]
+    steps = [[("insert", *row) for row in chain[:2]],  # 5 rows: local
+             [("insert", *row) for row in chain[2:]],  # grows past 40 in the step: to DuckDB
+             [("delete", *row) for row in chain[2:]],  # only removals: local
+             [("insert", *row) for row in chain[2:]]]  # to DuckDB again
     places = []
-    for batch in steps:
-        for engine in (here, there):
-            for op, row in batch:
-                getattr(engine, op)("link", row)
-        here.run()
-        (report,) = there.run()
-        assert there.rows("reach") == here.rows("reach")
+    for inputs in steps:
+        (report,) = run_alike(here, there, inputs)
         places.append((dict(there.vector.moved), report.firings,
                        there.vector._con is not None))
     # in step 2, DuckDB continues from the local rounds: 32 rows derived here, 10 there
@@ -304,18 +299,13 @@ def test_auto_holds_a_large_result_in_duckdb() -> None:
     comes back to the store; a listener brings it back."""
     here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=32)
     there.vector.hold = 40
-    steps = [[("insert", (i, i + 1)) for i in range(1, 8)],  # 28 rows: back in the store
-             [("insert", (i, i + 1)) for i in range(8, 10)],  # 45 rows: held
-             [("insert", (10, 11))],  # one row of work: DuckDB all the same
-             [("delete", (5, 6))]]  # removed: afresh, in DuckDB; 25 rows, still held
+    steps = [[("insert", "link", (i, i + 1)) for i in range(1, 8)],  # 28 rows: in the store
+             [("insert", "link", (i, i + 1)) for i in range(8, 10)],  # 45 rows: held
+             [("insert", "link", (10, 11))],  # one row of work: DuckDB all the same
+             [("delete", "link", (5, 6))]]  # removed: afresh, in DuckDB; 25 rows, held
     places = []
-    for batch in steps:
-        for engine in (here, there):
-            for op, row in batch:
-                getattr(engine, op)("link", row)
-        here.run()
-        (report,) = there.run()
-        assert there.rows("reach") == here.rows("reach")
+    for inputs in steps:
+        (report,) = run_alike(here, there, inputs)
         places.append((report.firings, dict(there.vector.held),
                        len(there.store.rows("reach")), there.vector.incremental))
     assert places == [  # (moved at 32 rows in step 1; continuing from there after)
@@ -335,16 +325,12 @@ def test_auto_holds_a_result_continued_from_local_rounds_and_lets_it_go() -> Non
     the stratum runs locally; so does an insert into it."""
     here, there = Engine(TC, backend="local"), Engine(TC, vector_threshold=32)
     there.vector.hold = 20
-    steps = [("link", [(i, i + 1) for i in range(1, 8)]), ("link", [(8, "x")]),
-             ("reach", [(100, 200)])]
+    steps = [[("insert", "link", (i, i + 1)) for i in range(1, 8)],
+             [("insert", "link", (8, "x"))], [("insert", "reach", (100, 200))]]
     places = []
-    for relation, rows in steps:
-        for engine in (here, there):
-            for row in rows:
-                engine.insert(relation, row)
-        here.run()
-        (report,) = there.run()
-        assert there.rows("reach") == here.rows("reach") and report.errors == []
+    for inputs in steps:
+        (report,) = run_alike(here, there, inputs)
+        assert report.errors == []
         places.append((report.firings, report.held, dict(there.vector.held),
                        len(there.store.rows("reach"))))
     assert places == [
@@ -359,14 +345,9 @@ def test_auto_holds_nothing_from_a_step_rolled_back() -> None:
     here, there = (Engine(TC, backend="local", max_tuples=25),
                    Engine(TC, vector_threshold=0, max_tuples=25))
     there.vector.hold = 5
-    reports = []
-    for engine in (here, there):
-        for i in range(1, 8):
-            engine.insert("link", (i, i + 1))
-        reports.append([(e.code, e.message) for r in engine.run() for e in r.errors])
-    assert reports[0] == reports[1] and reports[0][0][0] == "E307"
-    assert there.vector.held == {} and there.rows("reach") == here.rows("reach")
-    assert there.rows("link") == here.rows("link")
+    reports = run_alike(here, there, [("insert", "link", (i, i + 1)) for i in range(1, 8)])
+    assert [e.code for r in reports for e in r.errors] == ["E307"]
+    assert there.vector.held == {}
 
 
 def test_with_auto_duckdb_holds_from_the_spark_threshold() -> None:
@@ -501,18 +482,14 @@ def test_a_deletion_from_a_held_relation_past_the_tuple_limit_stays_in_duckdb() 
     deletion passes; new rows past the limit still fail the step."""
     here, there = (Engine(TC, backend="local", max_tuples=20),
                    Engine(TC, backend="vector", max_tuples=20))
-    steps = [[("insert", (i, i + 1)) for i in range(1, 6)], [("insert", (6, 7))],
-             [("insert", (7, 8))], [("delete", (7, 8))],
-             [("insert", (i, i + 1)) for i in range(7, 12)]]  # 45 new rows: E307
+    steps = [[("insert", "link", (i, i + 1)) for i in range(1, 6)],
+             [("insert", "link", (6, 7))], [("insert", "link", (7, 8))],
+             [("delete", "link", (7, 8))],
+             [("insert", "link", (i, i + 1)) for i in range(7, 12)]]  # 45 new rows: E307
     held = []
-    for batch in steps:
-        reports = []
-        for engine in (here, there):
-            for op, row in batch:
-                getattr(engine, op)("link", row)
-            reports.append([e.code for r in engine.run() for e in r.errors])
-        assert reports[1] == reports[0] and there.rows("reach") == here.rows("reach")
-        held.append((dict(there.vector.held), reports[0]))
+    for inputs in steps:
+        reports = run_alike(here, there, inputs)
+        held.append((dict(there.vector.held), [e.code for r in reports for e in r.errors]))
     assert held == [({"reach": 15}, []), ({"reach": 21}, []), ({"reach": 28}, []),
                     ({"reach": 21}, []), ({"reach": 21}, ["E307"])]
     assert there.vector.local == {0: "more rows than a step may derive (the local backend "
