@@ -40,6 +40,8 @@ def _queued(program: str, facts: dict[str, list[tuple]], backend: str = "auto") 
     from overlog import Engine
 
     engine = Engine(program, backend=backend)
+    if backend == "vector":  # the database opened before the run, as `overlog run` does
+        engine.vector.start()  # (DuckDB's own load connects too)
     _insert_all(engine, facts)
     return engine
 
