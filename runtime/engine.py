@@ -597,7 +597,7 @@ class Engine:
                     changes, sends = self._attempt(inputs)
                     break
                 except _Failure as failure:
-                    store.rollback()
+                    self._rollback()
                     if failure.error.code != "E307":  # past a limit: no input to single out
                         blamed = self._blame(failure, inputs)
                         if blamed:  # the failing bindings name their inputs: no search
@@ -619,7 +619,7 @@ class Engine:
                     rolled_back = True
                     break
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
-            store.abort_step()
+            self._rollback(abort=True)
             self._unstep(given)
             raise
         finally:
@@ -765,7 +765,20 @@ class Engine:
         except _Failure as failure:
             return failure
         finally:
+            self._rollback()
+
+    def _rollback(self, abort: bool = False) -> None:
+        """Undo the step so far (``abort``: and its events' turnover). A listener registered
+        in it stays, so the relations Spark or DuckDB held again come back to Python."""
+        if abort:
+            self.store.abort_step()
+        else:
             self.store.rollback()
+        for offload in (self.spark, self.vector):
+            if offload is not None and offload.held:
+                offload.settle(self.store)
+        if abort:  # (no step goes on to commit the rows that came back)
+            self.store.commit()
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store

@@ -1282,6 +1282,12 @@ class SparkStrata:
         if relation in self.held:
             self.unhold(relation, store, changes=False)
 
+    def settle(self, store: Any) -> None:
+        """After a rollback: give back what it held again though Python reads it now (a
+        listener registered in the step that rolled back stays; the unholding did not)."""
+        for name in self._kept_local & self.held.keys():
+            self.unhold(name, store, changes=False)
+
     def unhold(self, relation: str, store: Any, changes: bool = True) -> None:
         """Put a held relation's rows back in the store (journaled); with ``changes``, what
         this step changed in it counts as the step's changes there."""

@@ -516,6 +516,12 @@ class VectorStrata:
         if relation in self.held:
             self.unhold(relation, store)
 
+    def settle(self, store: Any) -> None:
+        """After a rollback: give back what it held again though Python reads it now (a
+        listener registered in the step that rolled back stays; the unholding did not)."""
+        for name in self._kept_local & self.held.keys():
+            self.unhold(name, store)
+
     def unhold(self, relation: str, store: Any, undo: bool = False) -> None:
         """Put a held relation's rows back in the store (journaled; not a change of the
         step): as they are, or with ``undo``, as they were before this step's evaluation

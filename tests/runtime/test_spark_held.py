@@ -177,6 +177,28 @@ def test_a_listener_brings_a_held_relation_back() -> None:
     assert engine.spark.held == {"far": 3}
 
 
+
+def test_a_listener_registered_in_a_step_that_rolls_back_reads_its_rows() -> None:
+    """As with DuckDB (test_vector): the listener stays, so the relation the rollback held
+    again in Spark comes back to Python."""
+    engine = Engine(TC + "bad(Z) :- tick[N], Z := 10 / (N - 9).\n", backend="spark")
+    for row in [(1, 2), (2, 3)]:
+        engine.insert("link", row)
+    engine.run()
+    assert engine.spark.held == {"reach": 3, "far": 1}
+    seen: list[tuple] = []
+    engine.register_listener("tick", None, lambda row: engine.register_listener(
+        "reach", None, seen.append, op="insert"), phase="pre")
+    engine.generate_event("tick", (9,))  # its pre listener registers the other; it fails
+    reports = engine.run()  # (and a step for the error event)
+    assert [[error.code for error in report.errors] for report in reports] == [["E302"], []]
+    assert engine.spark.held == {"far": 1}
+    assert engine.store.rows("reach") == {(1, 2), (2, 3), (1, 3)}
+    engine.insert("link", (3, 4))
+    engine.run()
+    assert engine.rows("reach") == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
+    assert sorted(seen) == [(1, 4), (2, 4), (3, 4)]
+
 def test_rows_collects_a_held_relation_up_to_a_limit() -> None:
     engine = Engine(TC, backend="spark")
     for row in [(1, 2), (2, 3)]:
