@@ -2,8 +2,10 @@
 refresh) and size cap (the oldest tuples beyond S are evicted).
 
 Each soft table keeps the time each asserted tuple was last stamped and a heap ordered by
-stamp; a heap entry is valid while the tuple still has that stamp. Changes are journaled, so
-a rolled-back step leaves the stamps as they were.
+stamp; a heap entry is valid while it is the tuple's latest (a tuple stamped twice at one time
+is counted once). Changes are journaled, so a rolled-back step leaves the stamps as they were:
+a stamp put back gets an entry of its own (those of the failed attempt, or that it took off
+the heap, are never valid again).
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ class SoftState:
         self.lifetime = lifetime
         self.size = size
         self.stamps: dict[Row, float] = {}
+        self.latest: dict[Row, int] = {}  # each stamped tuple's valid heap entry
         self.heap: list[tuple[float, int, Row]] = []
         self.seq = itertools.count()
 
     def _set(self, row: Row, stamp: float | None) -> None:
         if stamp is None:
             self.stamps.pop(row, None)
+            self.latest.pop(row, None)
         else:
             self.stamps[row] = stamp
-            heapq.heappush(self.heap, (stamp, next(self.seq), row))
+            seq = self.latest[row] = next(self.seq)
+            heapq.heappush(self.heap, (stamp, seq, row))
 
     def stamp(self, row: Row, now: float) -> None:
         """``row`` was inserted or refreshed at ``now``."""
@@ -43,10 +48,10 @@ class SoftState:
 
     def _oldest(self) -> tuple[float, Row] | None:
         while self.heap:
-            stamp, _, row = self.heap[0]
-            if self.stamps.get(row) == stamp:
+            stamp, seq, row = self.heap[0]
+            if self.latest.get(row) == seq:
                 return stamp, row
-            heapq.heappop(self.heap)  # stale: refreshed or deleted since
+            heapq.heappop(self.heap)  # stale: stamped again, or deleted, since
         return None
 
     def next_expiry(self) -> float | None:

@@ -256,6 +256,25 @@ def test_size_cap_evicts_the_oldest() -> None:
     assert eng.rows("n") == [(2,)]
 
 
+
+def test_a_row_stamped_twice_in_a_step_counts_once_against_the_cap() -> None:
+    eng = Engine("materialize(p, infinity, 2, keys(1)).\nr(X) :- p(X).\n")
+    for x in (1, 1, 2, 3, 4):
+        eng.insert("p", (x,))
+    eng.run()
+    assert eng.rows("p") == eng.rows("r") == [(3,), (4,)]
+
+
+def test_a_rolled_back_attempt_leaves_the_cap_evicting_the_oldest() -> None:
+    eng = Engine("materialize(p, infinity, 2, keys(1)).\nr(X) :- p(X).\n"
+                 "q(Y) :- ev[X], Y := 1 / X.\n")
+    for x in (1, 2, 3, 4):
+        eng.insert("p", (x,))
+    eng.generate_event("ev", (0,))  # fails: the step runs again without it
+    reports = eng.run()
+    assert [[error.code for error in report.errors] for report in reports] == [["E302"], []]
+    assert eng.rows("p") == eng.rows("r") == [(3,), (4,)]
+
 def test_real_clock_waits_for_timed_events() -> None:
     import time
 
