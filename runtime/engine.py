@@ -804,8 +804,11 @@ class Engine:
                 new = set(rows).difference(store.rows(relation))
                 if new:
                     store.add_many(relation, new)
-            elif kind == "delete":
+            elif kind == "delete":  # of the row holding its key, in a keyed table
+                keyed = self.relations[relation].keyed
                 for row in rows:
+                    if keyed:
+                        row = store.holder(relation, row) or row
                     self._retract(relation, row)
             elif relation in self._plain:  # no keys, no soft state: a set of inserts
                 store.assert_many(relation, rows)

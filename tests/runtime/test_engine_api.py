@@ -275,6 +275,20 @@ def test_a_rolled_back_attempt_leaves_the_cap_evicting_the_oldest() -> None:
     assert [[error.code for error in report.errors] for report in reports] == [["E302"], []]
     assert eng.rows("p") == eng.rows("r") == [(3,), (4,)]
 
+
+def test_an_external_delete_removes_the_row_holding_its_key() -> None:
+    """As a delete rule does (design: the stored tuple with the same key); deliver alike."""
+    eng = Engine("materialize(p, infinity, infinity, keys(1)).\nr(K, V) :- p(K, V).\n")
+    for row in [(1, "a"), (2, "b"), (3, "c")]:
+        eng.insert("p", row)
+    eng.run()
+    eng.delete("p", (1, "zzz"))
+    eng.deliver("p", (2, "other"), "delete")
+    eng.delete("p", (9, "c"))  # no row holds key 9: nothing
+    (report,) = eng.run()
+    assert eng.rows("p") == eng.rows("r") == [(3, "c")]
+    assert report.deleted == {"p": [(1, "a"), (2, "b")], "r": [(1, "a"), (2, "b")]}
+
 def test_real_clock_waits_for_timed_events() -> None:
     import time
 
