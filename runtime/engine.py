@@ -1107,11 +1107,10 @@ class Engine:
 
 
 def _positions(inputs: list[tuple[str, str, Row]]) -> dict[tuple[str, Row], int]:
-    """(relation, row) -> the first place in the step's inputs that gives it."""
-    found: dict[tuple[str, Row], int] = {}
-    for place, (_, relation, row) in enumerate(inputs):
-        found.setdefault((relation, row), place)
-    return found
+    """(relation, row) -> the last place in the step's inputs that gives it: the last input
+    of a row decides whether it came or went (a delete then an insert of one row: the
+    insert)."""
+    return {(relation, row): place for place, (_, relation, row) in enumerate(inputs)}
 
 
 def _backend_factory(backend: str | BackendFactory) -> BackendFactory:

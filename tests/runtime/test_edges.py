@@ -161,6 +161,19 @@ def test_failing_bindings_blame_the_inputs_that_drove_them_in_one_pass(monkeypat
     assert len(eng.rows("ok")) == 180
 
 
+
+def test_a_failing_row_blames_its_last_input() -> None:
+    """A delete then an insert of one row: the insert put it there (the delete, first in
+    line, did nothing), so the insert is quarantined, once."""
+    eng = overlog.Engine("q(Y) :- p(X), Y := 1 / (X - 1).\n")
+    eng.delete("p", (1,))
+    eng.insert("p", (1,))
+    eng.insert("p", (2,))
+    report = eng.run()[0]
+    assert [(e.code, e.quarantined) for e in report.errors] == [
+        ("E302", (("insert", "p", (1,)),))]
+    assert (eng.rows("p"), eng.rows("q")) == ([(2,)], [(1,)])
+
 def test_key_conflicts_blame_the_later_inputs_in_one_pass(monkeypatch) -> None:
     """Writes to one key from several events: the earliest event's row stands and every
     event that wrote another row is quarantined at once, each with its own error (an event
