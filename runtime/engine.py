@@ -670,8 +670,10 @@ class Engine:
                 row = repr(row)
             error.quarantined += ((kind, relation, python_row(row)
                                    if row.__class__ is tuple else row),)
-            self.queue.push(self.now, ERROR_RELATION,
-                            (error.step, relation, row, error.message))
+            if relation != ERROR_RELATION:  # (an error event that fails: reported, and no
+                # new one, which would fail in turn, step after step)
+                self.queue.push(self.now, ERROR_RELATION,
+                                (error.step, relation, row, error.message))
         if quarantined or failed:
             seen = set()
             for error in [*(error for _, error in quarantined), *failed]:

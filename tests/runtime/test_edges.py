@@ -174,6 +174,16 @@ def test_a_failing_row_blames_its_last_input() -> None:
         ("E302", (("insert", "p", (1,)),))]
     assert (eng.rows("p"), eng.rows("q")) == ([(2,)], [(1,)])
 
+
+def test_an_error_event_that_fails_comes_back_as_no_new_one() -> None:
+    eng = overlog.Engine("seen(S) :- error[S, _, _, _], 1 / 0 > 0.\nq(Y) :- p(X), Y := 1 / X.\n")
+    eng.insert("p", (0,))
+    reports = eng.run()  # the insert fails; its error event fails too; then idle
+    assert [[(e.code, e.quarantined) for e in r.errors] for r in reports] == [
+        [("E302", (("insert", "p", (0,)),))],
+        [("E302", (("event", "error", (1, "p", (0,), "division by zero")),))]]
+    assert eng.idle and eng.rows("seen") == []
+
 def test_key_conflicts_blame_the_later_inputs_in_one_pass(monkeypatch) -> None:
     """Writes to one key from several events: the earliest event's row stands and every
     event that wrote another row is quarantined at once, each with its own error (an event
