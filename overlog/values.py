@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from overlog.limits import MAX_NESTING, recursion_room
+
 
 class Bool:
     """An Overlog boolean. Unlike Python's ``bool`` it is not a number: ``true`` and ``1``
@@ -156,7 +158,20 @@ def number(value: float) -> float:
 
 def internal(value: Any) -> Any:
     """A Python value in the engine's representation. Raises NotAValue (a TypeError) for an
-    object that is no Overlog value, ValueError for NaN."""
+    object that is no Overlog value, ValueError for NaN or for lists nested more than
+    MAX_NESTING deep (as terms may be)."""
+    kind = value.__class__
+    if kind in _AS_IS:
+        return value
+    if kind is bool:
+        return TRUE if value else FALSE
+    if kind is float:
+        return number(value)
+    with recursion_room():  # (lists, and subclasses)
+        return _internal(value, 0)
+
+
+def _internal(value: Any, depth: int) -> Any:
     kind = value.__class__
     if kind in _AS_IS:
         return value
@@ -165,10 +180,12 @@ def internal(value: Any) -> Any:
     if kind is float:
         return number(value)
     if kind is tuple or kind is list:
-        return tuple(internal(v) for v in value)
+        if depth == MAX_NESTING:
+            raise ValueError(f"a list nested more than {MAX_NESTING:,} deep (the limit)")
+        return tuple([_internal(v, depth + 1) for v in value])
     for base in (bool, int, float, str, tuple, list):  # subclasses, as their base
         if isinstance(value, base):
-            return internal(base(value))
+            return _internal(base(value), depth)
     raise NotAValue(f"not an Overlog value: {kind.__name__}")
 
 
@@ -176,7 +193,7 @@ def internal_row(row: tuple) -> tuple:
     """A row of Python values in the engine's representation (see ``internal``)."""
     for v in row:
         if v.__class__ not in _AS_IS:
-            return tuple(internal(v) for v in row)
+            return tuple([internal(v) for v in row])
     return row if row.__class__ is tuple else tuple(row)
 
 

@@ -244,6 +244,8 @@ class Engine:
         self._waiting = self._inbox.items  # (its truth: a delivery waits)
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
+        # (pending inputs, event queue) as the step's current attempt began
+        self._attempt_mark = (0, 0)
         self._stepping = False
         self._fires_at_start = any(rule.start is not None for rule in plan.rules)
         with recursion_room():  # a fact's values may nest MAX_NESTING deep
@@ -347,13 +349,17 @@ class Engine:
     def deliver_many(self, items: Iterable[tuple[str, tuple, str | None]]) -> None:
         """``deliver`` of (relation, row, op) items at once, in order: all of them, or
         none and DeliveryError for the first bad one."""
-        checked = [self._delivery(relation, row, op) for relation, row, op in items]
+        checked = []
+        for item in items:
+            if not isinstance(item, (tuple, list)) or len(item) != 3:
+                raise DeliveryError(f"an item to deliver is (relation, row, op), not {item!r}")
+            checked.append(self._delivery(*item))
         if checked:
             self._inbox.put_many(checked)
             self.clock.wake()
 
     def _delivery(self, relation: str, row: tuple, op: str | None) -> tuple[str, str, Row]:
-        rel = self.relations.get(relation)
+        rel = self.relations.get(relation) if isinstance(relation, str) else None
         if rel is None or rel.builtin:
             raise DeliveryError(f"no relation `{relation}` to deliver to")
         if rel.event:
@@ -661,8 +667,8 @@ class Engine:
             report.held.update((name, (change.added, change.removed))  # then the rest
                                for name, change in self._fixpoint.held.items()  # type: ignore[union-attr]
                                if (change.added or change.removed) and self.holder(name))
-        if changes:
-            self.pending += changes
+        if changes:  # (ahead of what listeners and functions queued during the step)
+            self.pending[:0] = changes
         if sends or self._outbox:
             self._send(report, sends)
         for (kind, relation, row), error in quarantined:
@@ -692,6 +698,8 @@ class Engine:
         self.pending[:0] = [i for i in inputs if i[0] != "event"]
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
+        # what listeners and functions queue from here goes if the attempt is rolled back
+        self._attempt_mark = (len(self.pending), self.queue.mark())
         try:
             if self._offload is not None:
                 self._offload.begin_step()
@@ -770,12 +778,17 @@ class Engine:
             self._rollback()
 
     def _rollback(self, abort: bool = False) -> None:
-        """Undo the step so far (``abort``: and its events' turnover). A listener registered
-        in it stays, so the relations Spark or DuckDB held again come back to Python."""
+        """Undo the step's attempt (``abort``: and its events' turnover), with the inputs
+        its listeners and functions queued (each attempt calls them again). A listener
+        registered in it stays, so the relations Spark or DuckDB held again come back to
+        Python."""
         if abort:
             self.store.abort_step()
         else:
             self.store.rollback()
+        pending, events = self._attempt_mark
+        del self.pending[pending:]
+        self.queue.forget_since(events)
         for offload in (self.spark, self.vector):
             if offload is not None and offload.held:
                 offload.settle(self.store)
@@ -844,7 +857,7 @@ class Engine:
             soft.forget(row)
 
     def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
-        pre = self._phase["pre"]
+        pre = [*self._phase["pre"]]  # (those registered meanwhile: from the next step)
         for kind, relation, row in inputs:
             if kind != "event":
                 continue
@@ -989,7 +1002,7 @@ class Engine:
         raw["events"], raw["inserted"], raw["deleted"] = self.store.step_changes()
 
     def _post_listeners(self, report: StepReport) -> None:
-        for listener in self._phase["post"]:
+        for listener in [*self._phase["post"]]:  # (those registered meanwhile: next step)
             batches = []
             if self.relations[listener.relation].event:
                 batches.append(report.rows("events", listener.relation))

@@ -71,6 +71,17 @@ class EventQueue:
         """Queue an event ahead of every other one due at ``when`` (an event handed back)."""
         heapq.heappush(self._heap, (when, -next(self._seq), relation, row))
 
+    def mark(self) -> int:
+        """Where the queue is now, for ``forget_since``."""
+        return next(self._seq)
+
+    def forget_since(self, mark: int) -> None:
+        """Take out the events pushed since ``mark`` (by a step attempt rolled back)."""
+        kept = [entry for entry in self._heap if entry[1] < mark]
+        if len(kept) < len(self._heap):
+            heapq.heapify(kept)
+            self._heap = kept
+
     def pop_due(self, now: float) -> list[tuple[str, tuple]]:
         due = []
         while self._heap and self._heap[0][0] <= now:

@@ -289,11 +289,57 @@ def test_an_external_delete_removes_the_row_holding_its_key() -> None:
     assert eng.rows("p") == eng.rows("r") == [(3, "c")]
     assert report.deleted == {"p": [(1, "a"), (2, "b")], "r": [(1, "a"), (2, "b")]}
 
+
+def test_what_a_pre_listener_queues_counts_once_from_the_attempt_that_stands() -> None:
+    """A failing event makes the step run again without it (and bisect): the pre listener
+    is called at each attempt, and what it queued in the attempts rolled back goes."""
+    eng = Engine("r(Y) :- ev[X], Y := 10 / X.\nlogged(X) :- log(X).\nlate(X) :- again[X].\n")
+    eng.register_listener("ev", None, lambda row: (
+        eng.insert("log", row), eng.generate_event("again", row)), phase="pre")
+    for x in (1, 0, 2):
+        eng.generate_event("ev", (x,))
+    reports = eng.run()
+    assert [[e.quarantined for e in r.errors] for r in reports] == [
+        [(("event", "ev", (0,)),)], [], []]
+    assert reports[1].inserted == {"r": [(5,), (10,)], "log": [(1,), (2,)],
+                                   "logged": [(1,), (2,)]}
+    assert reports[1].events["again"] == [(1,), (2,)]
+    assert eng.rows("late") == [(1,), (2,)]
+
+
+def test_a_commit_s_writes_come_before_what_the_step_queued() -> None:
+    """As docs/engine.md orders the next step's inputs: the previous commit's writes and
+    deletes, then the inserts and deletes called meanwhile."""
+    eng = Engine("delete p(X) :- drop[X], p(X).\n")
+    eng.insert("p", (1,))
+    eng.run()
+    eng.register_listener("drop", None, lambda row: eng.insert("p", row), phase="pre")
+    eng.generate_event("drop", (1,))  # the rule deletes p(1); the listener inserts it
+    eng.run()
+    assert eng.rows("p") == [(1,)]
+
+
+def test_a_listener_registered_by_a_listener_hears_from_the_next_step() -> None:
+    eng = Engine("got(X) :- e[X].\n")
+    calls: list[tuple] = []
+
+    def spawn(row: tuple) -> None:  # (each call registers one more: it ran for ever)
+        calls.append(row)
+        eng.register_listener("got", None, spawn)
+
+    eng.register_listener("got", None, spawn)
+    eng.generate_event("e", (1,))
+    eng.run()
+    assert calls == [(1,)]
+    eng.generate_event("e", (2,))
+    eng.run()
+    assert calls == [(1,), (2,), (2,)]
+
 def test_real_clock_waits_for_timed_events() -> None:
     import time
 
+    start = time.monotonic()  # (before the clock's time 0, which is the engine's start)
     eng = Engine("got(X) :- e[X].\n", clock="real")
-    start = time.monotonic()
     eng.generate_event("e", (1,), when=eng.now + 0.2)
     reports = eng.run()
     elapsed = time.monotonic() - start

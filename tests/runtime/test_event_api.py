@@ -79,6 +79,14 @@ def test_deliver_takes_events_and_changes_for_the_next_step() -> None:
     assert (eng.rows("got"), eng.rows("held")) == ([(1,)], [(1, (2, (3,)))])
 
 
+def _nested(depth: int) -> list:
+    """A list of lists, ``depth`` deep."""
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(("relation", "row", "op", "message"), [
     ("nope", (1,), None, "no relation `nope` to deliver to"),
     ("periodic", ("n", 1, 1, 1), None, "no relation `periodic` to deliver to"),
@@ -89,6 +97,9 @@ def test_deliver_takes_events_and_changes_for_the_next_step() -> None:
     ("e", ({1: 2},), None, "not an Overlog value: dict"),
     ("e", (1,), "insert", "`e` is an event relation: no op 'insert'"),
     ("t", (1, 2), "upsert", "op must be 'insert' or 'delete', not 'upsert'"),
+    (["e"], (1,), None, "no relation `['e']` to deliver to"),
+    ("e", (_nested(1001),), None, "a list nested more than 1,000 deep (the limit)"),
+    ("e", (_nested(5000),), None, "a list nested more than 1,000 deep (the limit)"),
 ])
 def test_deliver_refuses_what_the_program_cannot_hold(relation, row, op, message) -> None:
     eng = overlog.Engine("got(X) :- e[X].\nheld(X, Y) :- t(X, Y).\n"
@@ -97,6 +108,32 @@ def test_deliver_refuses_what_the_program_cannot_hold(relation, row, op, message
         eng.deliver(relation, row, op)
     assert str(caught.value) == message
     assert eng.idle or (eng.step_count == 0 and not eng._inbox)
+
+
+def test_values_nest_as_deep_as_terms_may() -> None:
+    eng = overlog.Engine("got(X) :- e[X].\nheld(X) :- t(X).\n")
+    eng.deliver("e", (_nested(1000),))
+    eng.insert("t", (_nested(1000),))
+    eng.run()
+    ((value,),) = eng.rows("held")
+    depth = 1
+    while value:  # (== on values this deep would pass Python's recursion limit)
+        (value,) = value
+        depth += 1
+    assert (depth, value) == (1000, ())
+    with pytest.raises(ValueError) as caught:
+        eng.insert("t", (_nested(1001),))
+    assert str(caught.value) == "`t`: a list nested more than 1,000 deep (the limit)"
+
+
+@pytest.mark.parametrize("items", [[("e", (1,))], [1], [("e", (1,), None, "x")]])
+def test_deliver_many_refuses_an_item_that_is_not_relation_row_op(items) -> None:
+    eng = overlog.Engine("got(X) :- e[X].\n")
+    with pytest.raises(DeliveryError) as caught:
+        eng.deliver_many([("e", (0,), None), *items])
+    assert str(caught.value) == (f"an item to deliver is (relation, row, op), not "
+                                 f"{items[0]!r}")
+    assert eng.idle  # (none of them delivered)
 
 
 def test_deliver_from_another_thread_wakes_a_waiting_run() -> None:
