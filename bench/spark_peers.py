@@ -223,19 +223,31 @@ class Breakdown:
         self.module.SparkStrata._evaluate = self.originals["_evaluate"]
 
 
+MAX_TUPLES = 10**10
+
+
+def _succeed(case: Case, backend: str, reports: list) -> None:
+    """Stop the benchmark on a step that failed: its result would be no result."""
+    errors = [str(error) for report in reports for error in report.errors]
+    if errors:
+        raise SystemExit(f"{case.name} on {backend}: the run failed: {errors}")
+
+
 def run_engine(case: Case, backend: str, spark, conf: dict[str, str],
                timeout: float | None = None) -> Result:
     from overlog import Engine
 
     start = time.perf_counter()
-    engine = (Engine(case.program, backend=backend, spark_conf=conf)
-              if backend in ("spark", "auto") else Engine(case.program, backend=backend))
+    # (no step limit: the largest closures pass the default one, 25M new tuples a step)
+    engine = (Engine(case.program, backend=backend, spark_conf=conf, max_tuples=MAX_TUPLES)
+              if backend in ("spark", "auto") else
+              Engine(case.program, backend=backend, max_tuples=MAX_TUPLES))
     for row in case.rows:
         engine.insert(case.relation, row)
     load = time.perf_counter() - start
     if backend != "spark":
         start = time.perf_counter()
-        engine.run()
+        _succeed(case, backend, engine.run())
         seconds = time.perf_counter() - start
         held = engine.spark.held.get(case.result) if backend == "auto" else None
         notes = {"moves (what, rows, to Spark)": engine.spark.transitions} \
@@ -246,11 +258,12 @@ def run_engine(case: Case, backend: str, spark, conf: dict[str, str],
     first = _last_job(spark)
     with Breakdown() as breakdown, Watchdog(spark, timeout) as watchdog:
         start = time.perf_counter()
-        engine.run()
+        reports = engine.run()
         seconds = time.perf_counter() - start
     if watchdog.fired:  # its jobs cancelled: the stratum was finished locally
         return Result("spark", load, timeout or seconds, 0, jobs=_last_job(spark) - first,
                       timed_out=True, progress=f"{breakdown.calls} rows_of calls")
+    _succeed(case, backend, reports)
     local = dict(engine.spark.local)
     if local:  # the stratum did not run on Spark: the comparison would mean nothing
         raise SystemExit(f"{case.name}: the spark backend ran strata locally: {local}")
