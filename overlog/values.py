@@ -167,8 +167,11 @@ def internal(value: Any) -> Any:
         return TRUE if value else FALSE
     if kind is float:
         return number(value)
-    with recursion_room():  # (lists, and subclasses)
+    try:  # (lists, and subclasses)
         return _internal(value, 0)
+    except RecursionError:  # nested deeper than Python's limit allows: with room (it may
+        with recursion_room():  # nest MAX_NESTING deep)
+            return _internal(value, 0)
 
 
 def _internal(value: Any, depth: int) -> Any:

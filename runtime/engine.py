@@ -244,8 +244,8 @@ class Engine:
         self._waiting = self._inbox.items  # (its truth: a delivery waits)
         self._outbox: list[Outbound] = []  # located facts for other nodes: sent at step 1
         self._fixpoint: Fixpoint | None = None
-        # (pending inputs, event queue) as the step's current attempt began
-        self._attempt_mark = (0, 0)
+        # (pending inputs, event queue, listeners) as the step's current attempt began
+        self._attempt_mark = (0, 0, 0)
         self._stepping = False
         self._fires_at_start = any(rule.start is not None for rule in plan.rules)
         with recursion_room():  # a fact's values may nest MAX_NESTING deep
@@ -258,6 +258,7 @@ class Engine:
                 for name, rel in relations.items():
                     if offload is not None and not rel.event:
                         offload.keep_local(name, self.store)
+            self.store.commit()
 
     @classmethod
     def from_file(cls, path: str, **options: Any) -> Engine:
@@ -698,8 +699,9 @@ class Engine:
         self.pending[:0] = [i for i in inputs if i[0] != "event"]
 
     def _attempt(self, inputs: list[tuple[str, str, Row]]):
-        # what listeners and functions queue from here goes if the attempt is rolled back
-        self._attempt_mark = (len(self.pending), self.queue.mark())
+        # what listeners and functions queue or register from here goes if the attempt is
+        # rolled back
+        self._attempt_mark = (len(self.pending), self.queue.mark(), len(self.listeners))
         try:
             if self._offload is not None:
                 self._offload.begin_step()
@@ -779,21 +781,18 @@ class Engine:
 
     def _rollback(self, abort: bool = False) -> None:
         """Undo the step's attempt (``abort``: and its events' turnover), with the inputs
-        its listeners and functions queued (each attempt calls them again). A listener
-        registered in it stays, so the relations Spark or DuckDB held again come back to
-        Python."""
+        its listeners and functions queued and the listeners they registered (each attempt
+        calls them again)."""
         if abort:
             self.store.abort_step()
         else:
             self.store.rollback()
-        pending, events = self._attempt_mark
+        pending, events, listeners = self._attempt_mark
         del self.pending[pending:]
         self.queue.forget_since(events)
-        for offload in (self.spark, self.vector):
-            if offload is not None and offload.held:
-                offload.settle(self.store)
-        if abort:  # (no step goes on to commit the rows that came back)
-            self.store.commit()
+        for listener in self.listeners[listeners:]:
+            self._phase[listener.phase].remove(listener)
+        del self.listeners[listeners:]
 
     def _apply_inputs(self, inputs: list[tuple[str, str, Row]]) -> None:
         store = self.store

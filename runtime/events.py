@@ -10,7 +10,6 @@ a step did (``post``), its input events (``pre``) and the tuples it sends (``sen
 from __future__ import annotations
 
 import heapq
-import itertools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -62,21 +61,28 @@ class EventQueue:
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, str, tuple]] = []
-        self._seq = itertools.count()
+        self._seq = 1  # the next event's place in line (pushed to the front: negated)
 
     def push(self, when: float, relation: str, row: tuple) -> None:
-        heapq.heappush(self._heap, (when, next(self._seq), relation, row))
+        seq = self._seq
+        self._seq = seq + 1
+        heapq.heappush(self._heap, (when, seq, relation, row))
 
     def push_front(self, when: float, relation: str, row: tuple) -> None:
         """Queue an event ahead of every other one due at ``when`` (an event handed back)."""
-        heapq.heappush(self._heap, (when, -next(self._seq), relation, row))
+        seq = self._seq
+        self._seq = seq + 1
+        heapq.heappush(self._heap, (when, -seq, relation, row))
 
     def mark(self) -> int:
         """Where the queue is now, for ``forget_since``."""
-        return next(self._seq)
+        return self._seq
 
     def forget_since(self, mark: int) -> None:
-        """Take out the events pushed since ``mark`` (by a step attempt rolled back)."""
+        """Take out the events ``push`` queued since ``mark`` (by a step attempt rolled
+        back)."""
+        if self._seq == mark:  # (none)
+            return
         kept = [entry for entry in self._heap if entry[1] < mark]
         if len(kept) < len(self._heap):
             heapq.heapify(kept)

@@ -511,16 +511,13 @@ class VectorStrata:
 
     def keep_local(self, relation: str, store: Any) -> None:
         """Python reads ``relation`` from now on (a listener): it is never held, and if it
-        is, its rows come back to the store."""
-        self._kept_local.add(relation)
+        is, its rows come back to the store (journaled: a listener registered in a step
+        attempt that is rolled back goes with it)."""
+        if relation not in self._kept_local:
+            self._kept_local.add(relation)
+            store.on_rollback(self._kept_local.discard, relation)
         if relation in self.held:
             self.unhold(relation, store)
-
-    def settle(self, store: Any) -> None:
-        """After a rollback: give back what it held again though Python reads it now (a
-        listener registered in the step that rolled back stays; the unholding did not)."""
-        for name in self._kept_local & self.held.keys():
-            self.unhold(name, store)
 
     def unhold(self, relation: str, store: Any, undo: bool = False) -> None:
         """Put a held relation's rows back in the store (journaled; not a change of the

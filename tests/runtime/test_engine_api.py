@@ -307,6 +307,17 @@ def test_what_a_pre_listener_queues_counts_once_from_the_attempt_that_stands() -
     assert eng.rows("late") == [(1,), (2,)]
 
 
+
+def test_a_listener_registered_in_an_attempt_rolled_back_goes_with_it() -> None:
+    eng = Engine("r(Y) :- ev[X], Y := 10 / X.\n")
+    heard: list[tuple] = []
+    eng.register_listener("ev", None, lambda row: eng.register_listener(
+        "r", None, heard.append), phase="pre")
+    for x in (1, 0):
+        eng.generate_event("ev", (x,))
+    eng.run()  # ev[0] fails: the second attempt, without it, registers one listener
+    assert len(eng.listeners) == 2 and heard == [(10,)]
+
 def test_a_commit_s_writes_come_before_what_the_step_queued() -> None:
     """As docs/engine.md orders the next step's inputs: the previous commit's writes and
     deletes, then the inserts and deletes called meanwhile."""
