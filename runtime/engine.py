@@ -582,8 +582,9 @@ class Engine:
         # events are sets within a step: a repeated event is one input
         inputs: list[tuple[str, str, Row]] = [
             ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
-        for name, soft in self.soft.items():  # expiry first: a refresh below wins
-            inputs += [("delete", name, row) for row in soft.expired(self.now)]
+        expiries = [("delete", name, row) for name, soft in self.soft.items()
+                    for row in soft.expired(self.now)]  # first: a refresh below wins
+        inputs += expiries
         inputs += self.pending
         self.pending = []
         given = inputs
@@ -631,6 +632,12 @@ class Engine:
             raise
         finally:
             gc.set_threshold(*thresholds)
+        if expiries and quarantined:  # a tuple whose expiry fails stays, and expires no more
+            # (else it would fail again at every step, and the engine never be idle)
+            failing = {id(item) for item, _ in quarantined}
+            for item in expiries:
+                if id(item) in failing:
+                    self.soft[item[1]].forget(item[2])
         store.commit()
         self._committed = True
         try:  # the step stands: an interrupt in a callback below ends it as it is

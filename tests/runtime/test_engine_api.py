@@ -346,6 +346,19 @@ def test_a_listener_registered_by_a_listener_hears_from_the_next_step() -> None:
     eng.run()
     assert calls == [(1,), (2,), (2,)]
 
+
+def test_a_tuple_whose_expiry_fails_stays_and_expires_no_more() -> None:
+    eng = Engine("materialize(p, 1, infinity, keys(1)).\nq(Y) :- r(X, D), notin p(X), "
+                 "Y := 1 / D.\n")
+    eng.insert("p", (1,))
+    eng.step()
+    eng.insert("r", (1, 0))  # q fails once p(1) goes
+    eng.step()
+    reports = eng.run()  # at 1.0 p(1) expires: that fails (then the error event's step)
+    assert [(r.time, [(e.code, e.quarantined) for e in r.errors]) for r in reports] == [
+        (1.0, [("E302", (("delete", "p", (1,)),))]), (1.0, [])]
+    assert eng.rows("p") == [(1,)] and eng.idle and eng.next_time() is None
+
 def test_real_clock_waits_for_timed_events() -> None:
     import time
 
