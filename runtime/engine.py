@@ -863,7 +863,7 @@ class Engine:
             soft.forget(row)
 
     def _pre_listeners(self, inputs: list[tuple[str, str, Row]]) -> None:
-        pre = [*self._phase["pre"]]  # (those registered meanwhile: from the next step)
+        pre = [*self._phase["pre"]]  # (those registered meanwhile: from the next time)
         for kind, relation, row in inputs:
             if kind != "event":
                 continue
@@ -1008,7 +1008,7 @@ class Engine:
         raw["events"], raw["inserted"], raw["deleted"] = self.store.step_changes()
 
     def _post_listeners(self, report: StepReport) -> None:
-        for listener in [*self._phase["post"]]:  # (those registered meanwhile: next step)
+        for listener in [*self._phase["post"]]:  # (those registered meanwhile: next time)
             batches = []
             if self.relations[listener.relation].event:
                 batches.append(report.rows("events", listener.relation))
