@@ -163,8 +163,8 @@ def internal(value: Any) -> Any:
     kind = value.__class__
     if kind in _AS_IS:
         return value
-    if kind is bool:
-        return TRUE if value else FALSE
+    if kind is bool:  # (as ``_internal`` does, one call less: values coming back from
+        return TRUE if value else FALSE  # DuckDB and Spark come here one by one)
     if kind is float:
         return number(value)
     try:  # (lists, and subclasses)

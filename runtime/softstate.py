@@ -22,34 +22,39 @@ class SoftState:
         self.store = store
         self.lifetime = lifetime
         self.size = size
-        self.stamps: dict[Row, float] = {}
-        self.latest: dict[Row, int] = {}  # each stamped tuple's valid heap entry
+        # each stamped tuple: its stamp, and the place in line of its valid heap entry
+        self.stamps: dict[Row, tuple[float, int]] = {}
         self.heap: list[tuple[float, int, Row]] = []
         self.seq = itertools.count()
 
     def _set(self, row: Row, stamp: float | None) -> None:
         if stamp is None:
             self.stamps.pop(row, None)
-            self.latest.pop(row, None)
         else:
-            self.stamps[row] = stamp
-            seq = self.latest[row] = next(self.seq)
+            seq = next(self.seq)
+            self.stamps[row] = (stamp, seq)
             heapq.heappush(self.heap, (stamp, seq, row))
+
+    def _journal(self, row: Row) -> None:
+        """A rollback puts ``row``'s stamp back as it is now (with an entry of its own)."""
+        old = self.stamps.get(row)
+        self.store.on_rollback(lambda stamp: self._set(row, stamp),
+                               None if old is None else old[0])
 
     def stamp(self, row: Row, now: float) -> None:
         """``row`` was inserted or refreshed at ``now``."""
-        self.store.on_rollback(lambda old: self._set(row, old), self.stamps.get(row))
+        self._journal(row)
         self._set(row, now)
 
     def forget(self, row: Row) -> None:
         if row in self.stamps:
-            self.store.on_rollback(lambda old: self._set(row, old), self.stamps[row])
+            self._journal(row)
             self._set(row, None)
 
     def _oldest(self) -> tuple[float, Row] | None:
         while self.heap:
             stamp, seq, row = self.heap[0]
-            if self.latest.get(row) == seq:
+            if self.stamps.get(row, (None, None))[1] == seq:
                 return stamp, row
             heapq.heappop(self.heap)  # stale: stamped again, or deleted, since
         return None

@@ -879,7 +879,7 @@ class VectorStrata:
         old = self._holding.get(head)
         count = self._count(table)
         if old is not None:
-            before = self._count(old)
+            before = self.held[head]  # (its count, kept with it)
         else:  # the store's rows until now (in a table only where they are compared)
             before = len(store.rows(head))
             if before and not (incremental or grown):

@@ -161,7 +161,6 @@ def test_failing_bindings_blame_the_inputs_that_drove_them_in_one_pass(monkeypat
     assert len(eng.rows("ok")) == 180
 
 
-
 def test_a_failing_row_blames_its_last_input() -> None:
     """A delete then an insert of one row: the insert put it there (the delete, first in
     line, did nothing), so the insert is quarantined, once."""
@@ -183,6 +182,7 @@ def test_an_error_event_that_fails_comes_back_as_no_new_one() -> None:
         [("E302", (("insert", "p", (0,)),))],
         [("E302", (("event", "error", (1, "p", (0,), "division by zero")),))]]
     assert eng.idle and eng.rows("seen") == []
+
 
 def test_key_conflicts_blame_the_later_inputs_in_one_pass(monkeypatch) -> None:
     """Writes to one key from several events: the earliest event's row stands and every

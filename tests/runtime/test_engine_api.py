@@ -256,7 +256,6 @@ def test_size_cap_evicts_the_oldest() -> None:
     assert eng.rows("n") == [(2,)]
 
 
-
 def test_a_row_stamped_twice_in_a_step_counts_once_against_the_cap() -> None:
     eng = Engine("materialize(p, infinity, 2, keys(1)).\nr(X) :- p(X).\n")
     for x in (1, 1, 2, 3, 4):
@@ -307,7 +306,6 @@ def test_what_a_pre_listener_queues_counts_once_from_the_attempt_that_stands() -
     assert eng.rows("late") == [(1,), (2,)]
 
 
-
 def test_a_listener_registered_in_an_attempt_rolled_back_goes_with_it() -> None:
     eng = Engine("r(Y) :- ev[X], Y := 10 / X.\n")
     heard: list[tuple] = []
@@ -316,7 +314,9 @@ def test_a_listener_registered_in_an_attempt_rolled_back_goes_with_it() -> None:
     for x in (1, 0):
         eng.generate_event("ev", (x,))
     eng.run()  # ev[0] fails: the second attempt, without it, registers one listener
-    assert len(eng.listeners) == 2 and heard == [(10,)]
+    assert [listener.relation for listener in eng.listeners] == ["ev", "r"]
+    assert heard == [(10,)]
+
 
 def test_a_commit_s_writes_come_before_what_the_step_queued() -> None:
     """As docs/engine.md orders the next step's inputs: the previous commit's writes and
@@ -358,6 +358,7 @@ def test_a_tuple_whose_expiry_fails_stays_and_expires_no_more() -> None:
     assert [(r.time, [(e.code, e.quarantined) for e in r.errors]) for r in reports] == [
         (1.0, [("E302", (("delete", "p", (1,)),))]), (1.0, [])]
     assert eng.rows("p") == [(1,)] and eng.idle and eng.next_time() is None
+
 
 def test_real_clock_waits_for_timed_events() -> None:
     import time

@@ -644,7 +644,6 @@ def test_a_listener_between_steps_brings_back_the_rows_as_they_are() -> None:
     assert engine.store.rows("reach") == {(1, 2), (1, 3), (2, 3)} and engine.vector.held == {}
 
 
-
 def test_a_listener_registered_in_an_attempt_rolled_back_goes_with_it() -> None:
     """A pre listener registers a listener on a held relation, then the attempt fails: the
     registration goes with it (the step runs again without the failing event), and the
@@ -660,7 +659,8 @@ def test_a_listener_registered_in_an_attempt_rolled_back_goes_with_it() -> None:
     engine.generate_event("tick", (9,))  # its pre listener registers the other; it fails
     reports = engine.run()  # (and a step for the error event)
     assert [[error.code for error in report.errors] for report in reports] == [["E302"], []]
-    assert len(engine.listeners) == 1 and engine.vector.held == {"reach": 6}
+    assert [listener.relation for listener in engine.listeners] == ["tick"]
+    assert engine.vector.held == {"reach": 6}
     assert engine.store.rows("reach") == set()
     engine.insert("link", (4, 5))
     (report,) = engine.run()
@@ -687,11 +687,13 @@ def test_a_listener_registered_in_an_interrupted_step_goes_with_it() -> None:
     engine.generate_event("go", (1,))
     with pytest.raises(KeyboardInterrupt):
         engine.run()
-    assert len(engine.listeners) == 1 and engine.vector.held == {"reach": 1}
+    assert [listener.relation for listener in engine.listeners] == ["go"]
+    assert engine.vector.held == {"reach": 1}
     engine.insert("link", (2, 3))
     engine.run()  # (the event again: it interrupts no more)
     assert engine.rows("reach") == [(1, 2), (1, 3), (2, 3)] and engine.rows("went") == [(1,)]
     assert engine.vector.held == {"reach": 3}
+
 
 def test_output_of_a_relation_held_in_duckdb(tmp_path: Path) -> None:
     """-D writes it from DuckDB in sorted batches, CSV and Parquet alike, as the local
