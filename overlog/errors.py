@@ -52,13 +52,15 @@ class OverlogRuntimeError(OverlogError):
 class StepError(OverlogRuntimeError):
     """A timestep failed and was rolled back; ``quarantined`` lists the inputs removed from it
     as ``(kind, relation, row)`` with kind "event", "insert" or "delete"; the next step
-    receives each as an ``error[...]`` event."""
+    receives each as an ``error[...]`` event. ``dropped`` names the rule without positive
+    atoms whose firing at the first step the step runs without (for good), if that was
+    what failed."""
 
     def __init__(self, code: str, message: str, *, step: int, time: float,
                  path: str = "<input>", rule: str | None = None, span: object = None,
                  binding: dict | None = None,
                  quarantined: tuple[tuple[str, str, tuple], ...] = (),
-                 expression: str | None = None) -> None:
+                 expression: str | None = None, dropped: str | None = None) -> None:
         self.code = code
         self.message = message
         self.step = step
@@ -69,6 +71,7 @@ class StepError(OverlogRuntimeError):
         self.binding = dict(binding or {})
         self.quarantined = quarantined
         self.expression = expression
+        self.dropped = dropped
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -92,6 +95,8 @@ class StepError(OverlogRuntimeError):
         for kind, relation, row in self.quarantined:
             shown = format_tuple(relation, row, event=kind == "event")
             text += f"\n  quarantined input: {'delete ' if kind == 'delete' else ''}{shown}"
+        if self.dropped:
+            text += f"\n  dropped: the firing of rule {self.dropped} at the first step"
         return text
 
 

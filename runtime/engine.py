@@ -109,9 +109,11 @@ class _Failure(Exception):
     rows that drove them: (relation, row, error) each."""
 
     def __init__(self, error: StepError,
-                 drivers: list[tuple[str, Row, StepError]] | None = None) -> None:
+                 drivers: list[tuple[str, Row, StepError]] | None = None,
+                 start: RulePlan | None = None) -> None:
         self.error = error
         self.drivers = drivers or []
+        self.start = start  # the rule whose firing without atoms failed (first step)
 
 
 class Engine:
@@ -180,6 +182,7 @@ class Engine:
         self.rng = random.Random(seed)
         self.now = self.clock.now()
         self.step_count = 0
+        self._started = False  # a step has stood: the rules without atoms have fired
         relations = {**plan.relations}
         relations.setdefault(ERROR_RELATION, _ERROR)
         self.relations: dict[str, Relation] = relations
@@ -607,6 +610,8 @@ class Engine:
                 except _Failure as failure:
                     self._rollback()
                     if failure.error.code != "E307":  # past a limit: no input to single out
+                        if self._refused(failure, failed, search=False):
+                            continue
                         blamed = self._blame(failure, inputs)
                         if blamed:  # the failing bindings name their inputs: no search
                             quarantined += blamed
@@ -617,6 +622,8 @@ class Engine:
                         if culprit is not None:
                             quarantined.append((culprit, failure.error))
                             inputs = [i for i in inputs if i is not culprit]
+                            continue
+                        if self._refused(failure, failed):
                             continue
                     # it fails whatever its inputs, or ran past a limit: the step does nothing
                     quarantined += [(i, failure.error) for i in inputs]
@@ -640,6 +647,7 @@ class Engine:
                     self.soft[item[1]].forget(item[2])
         store.commit()
         self._committed = True
+        self._started = self._started or not rolled_back
         try:  # the step stands: an interrupt in a callback below ends it as it is
             self._callbacks(report, changes, sends, quarantined, failed)
         finally:
@@ -715,7 +723,7 @@ class Engine:
             self._apply_inputs(inputs)
             if self._phase["pre"]:
                 self._pre_listeners(inputs)
-            deferred = self._fixpoint.run(initial=self.step_count == 1)  # type: ignore[union-attr]
+            deferred = self._fixpoint.run(initial=not self._started)  # type: ignore[union-attr]
             self._writes = deferred.writes
             if not deferred.writes and not deferred.deletes:
                 return [], deferred.sends
@@ -725,7 +733,8 @@ class Engine:
                         self._step_error(code, message, error.rule, binding, expr))
                        for row, code, message, binding, expr in error.failures]
             raise _Failure(self._step_error(error.code, error.message, error.rule,
-                                            error.binding, error.expr), drivers) from error
+                                            error.binding, error.expr), drivers,
+                           error.rule if error.start else None) from error
         except InputFailure as error:  # the input to blame is found by bisection
             raise _Failure(self._step_error("E308", str(error))) from error
 
@@ -764,9 +773,13 @@ class Engine:
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
         fails (bisection; deterministic, unlike which failing binding is met first). Returns
-        it with the failure to report, or None if the step fails even with no input."""
-        if not inputs or self._fails([]) is not None:
+        it with the failure to report, or None with the failure of the step without
+        inputs, if it fails even so."""
+        if not inputs:
             return None, failure
+        bare = self._fails([])
+        if bare is not None:
+            return None, bare
         lo, hi, found = 0, len(inputs), failure
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -776,6 +789,47 @@ class Engine:
             else:
                 lo = mid
         return inputs[hi - 1], found
+
+    def _refused(self, failure: _Failure, failed: list[StepError], search: bool = True) -> bool:
+        """Whether the failure comes from a rule without positive atoms firing at the first
+        step: that firing is then dropped for good and reported (there is no input to
+        quarantine), and the step runs again without it. The rule is the one whose firing
+        failed, or with ``search``, for a first step that fails with no input, the first in
+        program order that fails with those before it (bisection: the failure may be in
+        what its rows derive)."""
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        start = failure.start
+        if start is None and search and not self._started and fixpoint.starts:
+            start, failure = self._failing_start(failure)
+        if start is None or not fixpoint.refuse_start(start):
+            return False
+        failure.error.dropped = _rule_name(start)
+        failed.append(failure.error)
+        return True
+
+    def _failing_start(self, failure: _Failure) -> tuple[RulePlan | None, _Failure]:
+        """The first rule without positive atoms whose firing, with those before it, fails
+        a first step with no input, with its failure (None if it fails with none firing)."""
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        order = list(fixpoint.starts)
+        try:
+            fixpoint.fire_only(())
+            if self._fails([]) is not None:
+                return None, failure
+            lo, hi, found = 0, len(order), failure
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                fixpoint.fire_only(order[:mid])
+                attempt = self._fails([])
+                if attempt is not None:
+                    hi, found = mid, attempt
+                else:
+                    lo = mid
+        finally:
+            fixpoint.fire_only(order)
+        return fixpoint.rules[order[hi - 1]].plan, found
 
     def _fails(self, inputs: list) -> _Failure | None:
         try:

@@ -65,6 +65,7 @@ class EvaluationError(Exception):
         self.source = source
         self.failures = failures or []
         self.expr = expr
+        self.start = False  # the rule's firing without atoms failed (at the first step)
 
 
 def _described(cause: BaseException) -> tuple[str, str]:
@@ -191,9 +192,10 @@ class _Rule:
             code, message = _described(failure.cause)
             failures = [(seed_row, *_described(cause), binding, expr)
                         for seed_row, cause, binding, expr in failure.failures]
-            raise EvaluationError(code, self.plan, message, failure.binding, source,
-                                  failures if source else None, failure.expr) \
-                from failure.cause
+            error = EvaluationError(code, self.plan, message, failure.binding, source,
+                                    failures if source else None, failure.expr)
+            error.start = evaluator is self.start
+            raise error from failure.cause
         finally:
             if stats is not None:
                 stats.seconds += perf_counter() - start
@@ -536,6 +538,10 @@ class Fixpoint:
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
         self._moving: list[p.RulePlan] | None = None  # views that may move mid-evaluation
         self.initial = False  # the current step is the first: rules without atoms fire
+        self.local: set[int] = set()  # strata no offload runs (see ``refuse_start``)
+        # the rules without positive atoms whose firing is not refused (plan index -> it)
+        self.starts = {rule.plan.index: rule.start for rule in self.rules
+                       if rule.start is not None}
         self.profile = profile  # where time goes (runtime/profile.py), or None
         self._rounds: StratumStats | None = None  # profiled: the stratum running
         if profile is not None:
@@ -575,6 +581,23 @@ class Fixpoint:
         finally:
             profile.strata[None].seconds += perf_counter() - start
 
+    def refuse_start(self, plan: p.RulePlan) -> bool:
+        """Drop for good the firing without atoms of the rule ``plan``, which failed at the
+        first step (False: dropped already). Its stratum runs here from now on: an offload
+        would fire it when it evaluates the stratum afresh."""
+        if self.starts.pop(plan.index, None) is None:
+            return False
+        self.rules[plan.index].start = None
+        if plan.stratum is not None:
+            self.local.add(plan.stratum)
+        return True
+
+    def fire_only(self, indexes: Collection[int]) -> None:
+        """Let only the rules of these plan indexes (of ``starts``) fire without atoms, until
+        called again with all of them (a search for the one whose firing fails)."""
+        for index, start in self.starts.items():
+            self.rules[index].start = start if index in indexes else None
+
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         """The step's changes so far to the relations ``rules`` read and write."""
         reads = rules[0].reads if len(rules) == 1 else set().union(*(r.reads for r in rules))
@@ -588,7 +611,7 @@ class Fixpoint:
             return
         rules = [*views, *events, *aggregates]
         plus, minus = self._snapshot(rules)
-        offload = self.offload is not None and (
+        offload = self.offload is not None and rules[0].plan.stratum not in self.local and (
             any(plus.values()) or any(minus.values()) or self.initial
             or self.offload.changed(plus))
         for rule in aggregates:
@@ -617,7 +640,8 @@ class Fixpoint:
         stopped (``Offload.continues``), or what they did is undone and it starts over."""
         offload = self.offload
         plans = [r.plan for r in views]
-        if not views or offload is None or not offload.watches(plans):
+        if not views or offload is None or views[0].plan.stratum in self.local \
+                or not offload.watches(plans):
             self._views_here(views, plus, minus)
             return
         mark = self.store.mark()
@@ -744,7 +768,7 @@ class Fixpoint:
         stratum's relations): they would otherwise keep what the worse values derived."""
         rules = [*views, *aggregates]
         plus, minus = self._snapshot(rules)
-        if self.offload is not None and (
+        if self.offload is not None and rules[0].plan.stratum not in self.local and (
                 any(plus.values()) or any(minus.values()) or self.initial
                 or self.offload.changed(plus)):
             held = self.offload.held.keys() & plus.keys()

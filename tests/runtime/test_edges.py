@@ -18,13 +18,42 @@ def test_a_step_that_fails_with_no_input_is_reported_not_retried_for_ever() -> N
     assert (eng.rows("p"), eng.idle) == ([], True)
 
 
-def test_a_step_that_fails_whatever_its_inputs_quarantines_them_once() -> None:
-    eng = overlog.Engine("p(X) :- X := 1 / 0.\nq(X) :- e[X].\n")
+def _errors(reports: list) -> list[list[tuple]]:
+    return [[(e.code, e.rule, e.quarantined, e.dropped) for e in r.errors] for r in reports]
+
+
+def test_a_rule_without_atoms_failing_at_the_first_step_loses_no_input() -> None:
+    # its firing is dropped, for good; the facts, the step's event and the other rules'
+    # firings stand (they were all quarantined: the step failed whatever its inputs)
+    eng = overlog.Engine("c(1).\nok(1) :- notin b(1).\np(X) :- X := 1 / 0.\n"
+                         "q(X) :- e[X].\n")
     eng.generate_event("e", (1,))
-    (report,) = eng.run(steps=1)
-    assert [(e.code, e.quarantined) for e in report.errors] == [("E302", (("event", "e", (1,)),))]
+    assert _errors(eng.run()) == [[("E302", "2", (), "2")], []]  # (q(1) written: a step)
+    assert [eng.rows(r) for r in ("c", "ok", "p", "q")] == [[(1,)], [(1,)], [], [(1,)]]
+    eng.insert("b", (1,))
+    eng.delete("b", (1,))
     eng.run()
-    assert eng.rows("q") == []
+    assert [eng.rows(r) for r in ("b", "ok", "p")] == [[], [(1,)], []]
+
+
+def test_a_first_step_failing_in_what_a_rule_without_atoms_derives_drops_that_rule() -> None:
+    eng = overlog.Engine("c(1).\nok(1) :- notin b(1).\na(2) :- notin b(2).\n"
+                         "x(Y) :- a(X), Y := 1 / (X - 2).\n")
+    (report,) = eng.run()
+    assert _errors([report]) == [[("E302", "3", (), "2")]]
+    assert str(report.errors[0]).splitlines()[1:] == [
+        "  in rule 3, at `1 / (X - 2)`", "  binding: X=2",
+        "  dropped: the firing of rule 2 at the first step"]
+    assert [eng.rows(r) for r in ("c", "ok", "a", "x")] == [[(1,)], [(1,)], [], []]
+
+
+def test_rules_without_atoms_fire_at_the_next_step_when_the_first_fails_on_a_limit() -> None:
+    eng = overlog.Engine("ok(1) :- notin b(1).\nd(X) :- c(X).\n", max_tuples=2)
+    for n in range(1, 4):
+        eng.insert("c", (n,))
+    # (the next step: the quarantined inputs' error events)
+    assert [[e.code for e in r.errors] for r in eng.run()] == [["E307"], []]
+    assert [eng.rows(r) for r in ("ok", "c", "d")] == [[(1,)], [], []]
 
 
 def test_a_key_is_never_held_twice() -> None:
