@@ -124,6 +124,22 @@ def test_a_step_leaves_the_garbage_collector_as_it_found_it() -> None:
     assert gc.get_threshold() == before
 
 
+def test_a_step_collects_young_garbage_less_often_and_no_old_garbage() -> None:
+    eng = Engine("r(X) :- e[X].\n")
+    seen = []
+    eng.register_listener("e", None, lambda row: seen.append(gc.get_threshold()), phase="pre")
+    before = gc.get_threshold()
+    try:
+        for young in (700, 0):  # (0: automatic collection is off, and stays off)
+            gc.set_threshold(young, 10, 10)
+            eng.generate_event("e", (young,))
+            eng.step()
+            assert gc.get_threshold() == (young, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [(50_000, 10, 2**31 - 1), (0, 10, 2**31 - 1)]
+
+
 def test_type_error_names_rule_and_binding() -> None:
     eng = Engine('r1 r(Z) :- v[X], Z := X + 1.\n', path="t.olg")
     eng.generate_event("v", ("a",))
