@@ -802,8 +802,9 @@ class Fixpoint:
             self._insert(rules, {}, {}, self._recompute(rules))
         else:
             self._insert(rules, plus, minus)
-        if self._replaced and views:  # from scratch, most of them: evaluate afresh
-            if views[0].plan.stratum in self.linear and not afresh:
+        if self._replaced and views:  # what the views derived from replaced rows goes
+            # (afresh too: the better part propagating first, few rows are replaced)
+            if views[0].plan.stratum in self.linear:
                 self._views_here(views, {}, self._replaced)
             else:
                 self._insert(views, {}, {}, self._recompute(views))
