@@ -10,7 +10,7 @@ present: the callers check.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from operator import itemgetter
 from types import CodeType
@@ -249,10 +249,11 @@ class Table:
             self.removed.add(row)
         self.journal.entries.append((self.add, row))
 
-    def add_new(self, new: set[Row]) -> None:
-        """Add rows known to be absent, as set operations (the fixpoint's hot path)."""
+    def add_new(self, new: set[Row], order: Iterable[Row] | None = None) -> None:
+        """Add rows known to be absent, as set operations (the fixpoint's hot path);
+        indexed in ``order`` (the same rows) where given."""
         self.rows |= new
-        self._index_rows(new)
+        self._index_rows(new if order is None else order)
         if self.gens is not None:
             self.gens.append([self.now, new, False])
         back = self.removed & new if (self.removed and not self.event) else None
@@ -338,13 +339,18 @@ class Table:
         self.asserted.add(row)
         self.journal.entries.append((self.asserted.discard, row))
 
-    def assert_many(self, rows: Iterable[Row]) -> None:
+    def assert_many(self, rows: Collection[Row]) -> None:
         """Assert rows, adding those not visible yet (a batch of inserts)."""
+        given = rows
         rows = set(rows)
-        fresh = rows - self.asserted
-        if fresh:
+        fresh = rows - self.asserted if self.asserted else rows  # (no set is changed
+        if fresh:                                                # in place: shared)
             self.asserted |= fresh
             self.journal.entries.append((self.asserted.difference_update, fresh))
+        if not self.rows:  # (indexed in the order given: the rows lie in memory so)
+            if rows:
+                self.add_new(rows, given if len(given) == len(rows) else None)
+            return
         unseen = rows - self.rows
         if unseen:
             self.add_new(unseen)
@@ -555,7 +561,7 @@ class LocalStore:
     def assert_row(self, relation: str, row: Row) -> None:
         self.tables[relation].assert_row(row)
 
-    def assert_many(self, relation: str, rows: Iterable[Row]) -> None:
+    def assert_many(self, relation: str, rows: Collection[Row]) -> None:
         self.tables[relation].assert_many(rows)
 
     def retract_row(self, relation: str, row: Row) -> None:

@@ -22,13 +22,14 @@ operations = st.lists(st.one_of(
     st.tuples(st.just("remove"), rows),
     st.tuples(st.just("add_new"), st.sets(rows, max_size=30)),
     st.tuples(st.just("remove_many"), st.sets(rows, max_size=60)),
+    st.tuples(st.just("assert_many"), st.lists(rows, max_size=30)),  # (repeats, too)
 ), max_size=40)
 
 
 def _snapshot(table: Table) -> tuple:
     indexes = {cols: {k: sorted(v) for k, v in idx.items()}
                for cols, idx in table.indexes.items()}
-    return set(table.rows), indexes, set(table.added), set(table.removed)
+    return set(table.rows), indexes, set(table.added), set(table.removed), set(table.asserted)
 
 
 def check_indexes(table: Table) -> None:
@@ -49,6 +50,8 @@ def _apply(table: Table, operation: str, arg) -> None:
     elif operation == "remove":
         if arg in table.rows:
             table.remove(arg)
+    elif operation == "assert_many":
+        table.assert_many(arg)
     elif operation == "add_new":
         new = arg - table.rows
         if new:
