@@ -806,8 +806,10 @@ class Engine:
         what its rows derive)."""
         fixpoint = self._fixpoint
         assert fixpoint is not None
+        if self._started:  # (a later evaluation afresh fires them too: inputs are blamed)
+            return False
         start = failure.start
-        if start is None and search and not self._started and fixpoint.starts:
+        if start is None and search and fixpoint.starts:
             start, failure = self._failing_start(failure)
         if start is None or not fixpoint.refuse_start(start):
             return False
