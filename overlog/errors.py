@@ -96,7 +96,7 @@ class StepError(OverlogRuntimeError):
             shown = format_tuple(relation, row, event=kind == "event")
             text += f"\n  quarantined input: {'delete ' if kind == 'delete' else ''}{shown}"
         if self.dropped:
-            text += f"\n  dropped: the firing of rule {self.dropped} at the first step"
+            text += f"\n  dropped for good: rule {self.dropped}'s firing without atoms"
         return text
 
 

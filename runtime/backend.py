@@ -120,7 +120,7 @@ class Store(Protocol):
 
     def assert_row(self, relation: str, row: Row) -> None: ...
 
-    def assert_many(self, relation: str, rows: Iterable[Row]) -> None:
+    def assert_many(self, relation: str, rows: Collection[Row]) -> None:
         """Assert rows, adding those not visible yet (for relations without keys)."""
 
     def retract_row(self, relation: str, row: Row) -> None: ...

@@ -120,6 +120,21 @@ class _Failure(Exception):
         self.start = start  # the rule whose firing without atoms failed (first step)
 
 
+def _first_failing(size: int, fails: Callable[[int], _Failure | None],
+                   failure: _Failure) -> tuple[int, _Failure]:
+    """The least k whose prefix of k items fails (``fails(k)``: its failure, or None), by
+    bisection, given that all ``size`` items fail, with ``failure``, and no item passes."""
+    lo, hi, found = 0, size, failure
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        attempt = fails(mid)
+        if attempt is not None:
+            hi, found = mid, attempt
+        else:
+            lo = mid
+    return hi, found
+
+
 class Engine:
     """One Overlog node running a program. See docs/engine.md for the contract.
 
@@ -599,6 +614,7 @@ class Engine:
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         failed: list[StepError] = []  # failures no input can be blamed for
+        self._dropped: list[int] = []  # rules whose firing without atoms this step dropped
         rolled_back = False  # the step does nothing: every attempt failed
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
@@ -617,7 +633,7 @@ class Engine:
                 except _Failure as failure:
                     self._rollback()
                     if failure.error.code != "E307":  # past a limit: no input to single out
-                        if self._refused(failure, failed, search=False):
+                        if self._refused(failure.start, failure, failed):
                             continue
                         blamed = self._blame(failure, inputs)
                         if blamed:  # the failing bindings name their inputs: no search
@@ -625,12 +641,12 @@ class Engine:
                             gone = {id(i) for i, _ in blamed}
                             inputs = [i for i in inputs if id(i) not in gone]
                             continue
+                        if self._refused(*self._failing_start(failure, inputs), failed):
+                            continue
                         culprit, failure = self._culprit(failure, inputs)
                         if culprit is not None:
                             quarantined.append((culprit, failure.error))
                             inputs = [i for i in inputs if i is not culprit]
-                            continue
-                        if self._refused(failure, failed):
                             continue
                     # it fails whatever its inputs, or ran past a limit: the step does nothing
                     quarantined += [(i, failure.error) for i in inputs]
@@ -643,6 +659,7 @@ class Engine:
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
             self._rollback(abort=True)
             self._unstep(given)
+            self._fixpoint.restore_starts(self._dropped)  # type: ignore[union-attr]
             raise
         finally:
             gc.set_threshold(*thresholds)
@@ -780,65 +797,62 @@ class Engine:
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
         fails (bisection; deterministic, unlike which failing binding is met first). Returns
-        it with the failure to report, or None with the failure of the step without
-        inputs, if it fails even so."""
-        if not inputs:
+        it with the failure to report, or None if the step fails even with no input. At the
+        first step the rules without positive atoms fire after every input: they do not
+        fire here (``_failing_start`` found the inputs fail without them)."""
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        first = not self._started and fixpoint.starts
+        if first:
+            fixpoint.fire_only(())
+        try:
+            if not inputs or self._fails([]) is not None:
+                return None, failure
+            hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), failure)
+            return inputs[hi - 1], found
+        finally:
+            if first:
+                fixpoint.fire_only(fixpoint.starts)
+
+    def _failing_start(self, failure: _Failure, inputs: list,
+                       ) -> tuple[RulePlan | None, _Failure]:
+        """At the first step, where the step's inputs pass without the rules without
+        positive atoms firing, the first of those rules, in program order, whose firing
+        with those before it fails the step (bisection: the failure may be in what its rows
+        derive; a step limit passed is not such a failure), with its failure; else None."""
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        if self._started or not fixpoint.starts:
             return None, failure
-        bare = self._fails([])
-        if bare is not None:
-            return None, bare
-        lo, hi, found = 0, len(inputs), failure
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            attempt = self._fails(inputs[:mid])
-            if attempt is not None:
-                hi, found = mid, attempt
-            else:
-                lo = mid
-        return inputs[hi - 1], found
-
-    def _refused(self, failure: _Failure, failed: list[StepError], search: bool = True) -> bool:
-        """Whether the failure comes from a rule without positive atoms firing at the first
-        step: that firing is then dropped for good and reported (there is no input to
-        quarantine), and the step runs again without it. The rule is the one whose firing
-        failed, or with ``search``, for a first step that fails with no input, the first in
-        program order that fails with those before it (bisection: the failure may be in
-        what its rows derive)."""
-        fixpoint = self._fixpoint
-        assert fixpoint is not None
-        if self._started:  # (a later evaluation afresh fires them too: inputs are blamed)
-            return False
-        start = failure.start
-        if start is None and search and fixpoint.starts:
-            start, failure = self._failing_start(failure)
-        if start is None or not fixpoint.refuse_start(start):
-            return False
-        failure.error.dropped = _rule_name(start)
-        failed.append(failure.error)
-        return True
-
-    def _failing_start(self, failure: _Failure) -> tuple[RulePlan | None, _Failure]:
-        """The first rule without positive atoms whose firing, with those before it, fails
-        a first step with no input, with its failure (None if it fails with none firing)."""
-        fixpoint = self._fixpoint
-        assert fixpoint is not None
         order = list(fixpoint.starts)
+
+        def fails(k: int) -> _Failure | None:
+            fixpoint.fire_only(order[:k])
+            found = self._fails(inputs)
+            return found if found is not None and found.error.code != "E307" else None
+
         try:
             fixpoint.fire_only(())
-            if self._fails([]) is not None:
+            if self._fails(inputs) is not None:  # the inputs fail on their own
                 return None, failure
-            lo, hi, found = 0, len(order), failure
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                fixpoint.fire_only(order[:mid])
-                attempt = self._fails([])
-                if attempt is not None:
-                    hi, found = mid, attempt
-                else:
-                    lo = mid
+            hi, found = _first_failing(len(order), fails, failure)
         finally:
             fixpoint.fire_only(order)
         return fixpoint.rules[order[hi - 1]].plan, found
+
+    def _refused(self, start: RulePlan | None, failure: _Failure,
+                 failed: list[StepError]) -> bool:
+        """Whether ``start``, a rule without positive atoms whose firing failed the first
+        step, is to blame: that firing is then dropped for good and reported (there is no
+        input to quarantine), and the step runs again without it. (A later evaluation
+        afresh fires them too: there, inputs are blamed.)"""
+        if start is None or self._started:
+            return False
+        self._fixpoint.refuse_start(start.index)  # type: ignore[union-attr]
+        self._dropped.append(start.index)
+        failure.error.dropped = _rule_name(start)
+        failed.append(failure.error)
+        return True
 
     def _fails(self, inputs: list) -> _Failure | None:
         try:

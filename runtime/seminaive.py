@@ -21,7 +21,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from operator import itemgetter
 from time import perf_counter
@@ -130,11 +130,12 @@ class _Rule:
                  budget: _Budget, cycle: Set[str] | None = None) -> None:
         """``cycle``: the relations of the recursive min/max whose rule this is, if it is
         one. Its groups are recomputed only after removals, and the plans of its triggers
-        outside the cycle run only when those relations change in a later step (the
+        outside the cycle run mostly when those relations change in a later step (the
         first step, and a step that changes the cycle's own rows, evaluate it afresh from
-        the cycle's relations): the indexes of those plans are built when they first run,
-        not kept up to date from the start (on SSSP, the distances' index on their node:
-        a fifth of the distances from scratch)."""
+        each rule's first positive atom, most often one of the cycle's): the indexes of
+        those plans are built when they first run, not kept up to date from the start (on
+        SSSP, the distances' index on their node: a fifth of the query on a loaded
+        graph)."""
         self.plan = plan
         self.budget = budget
         self.name = f"rule `{plan.name}`" if plan.name else plan.label
@@ -159,6 +160,8 @@ class _Rule:
             trigger.insert.replace = partial(setattr, trigger, "insert")  # type: ignore
             self.triggers.append(trigger)
         self.start = prepare(plan.start) if plan.start is not None else None
+        self._start = self.start
+        self.offered = plan  # the plan offloads evaluate: without ``start`` if it may not fire
         self.rederive = prepare(plan.rederive) if plan.rederive is not None else None
         # insertion into a set-semantics table: the plans emit only the rows it lacks
         self.novel_only = any(t.insert.project.unless_in for t in plan.triggers)
@@ -177,6 +180,12 @@ class _Rule:
                 self.every = prepare(aggregation.every)
             self.zero = [(z.driver.relation, prepare(z))  # type: ignore[union-attr]
                          for z in aggregation.zero]
+
+    def fire(self, start: bool) -> None:
+        """Whether the rule fires without atoms (it has no positive atom), here and where an
+        offload evaluates it."""
+        self.start = self._start if start else None
+        self.offered = self.plan if start else replace(self.plan, start=None)
 
     def run(self, evaluator: Evaluator, seed: Iterable[tuple],
             exclude: Mapping[str, Set[Row]] = NOTHING, source: str | None = None,
@@ -546,10 +555,9 @@ class Fixpoint:
         self.held: dict[str, Held] = {}  # heads held in Spark: what the step changed there
         self._moving: list[p.RulePlan] | None = None  # views that may move mid-evaluation
         self.initial = False  # the current step is the first: rules without atoms fire
-        self.local: set[int] = set()  # strata no offload runs (see ``refuse_start``)
-        # the rules without positive atoms whose firing is not refused (plan index -> it)
-        self.starts = {rule.plan.index: rule.start for rule in self.rules
-                       if rule.start is not None}
+        # the rules without positive atoms whose firing is not dropped (their plan indexes,
+        # in program order; see ``refuse_start``)
+        self.starts = [rule.plan.index for rule in self.rules if rule.start is not None]
         self.profile = profile  # where time goes (runtime/profile.py), or None
         self._rounds: StratumStats | None = None  # profiled: the stratum running
         if profile is not None:
@@ -589,22 +597,24 @@ class Fixpoint:
         finally:
             profile.strata[None].seconds += perf_counter() - start
 
-    def refuse_start(self, plan: p.RulePlan) -> bool:
-        """Drop for good the firing without atoms of the rule ``plan``, which failed at the
-        first step (False: dropped already). Its stratum runs here from now on: an offload
-        would fire it when it evaluates the stratum afresh."""
-        if self.starts.pop(plan.index, None) is None:
-            return False
-        self.rules[plan.index].start = None
-        if plan.stratum is not None:
-            self.local.add(plan.stratum)
-        return True
+    def refuse_start(self, index: int) -> None:
+        """Drop for good the firing without atoms of the rule of plan index ``index`` (of
+        ``starts``), which failed at the first step: here, and where an offload evaluates
+        its stratum afresh."""
+        self.starts.remove(index)
+        self.rules[index].fire(False)
+
+    def restore_starts(self, indexes: Collection[int]) -> None:
+        """Undo ``refuse_start`` (the step that dropped them never ran)."""
+        for index in indexes:
+            self.rules[index].fire(True)
+        self.starts = sorted({*self.starts, *indexes})
 
     def fire_only(self, indexes: Collection[int]) -> None:
         """Let only the rules of these plan indexes (of ``starts``) fire without atoms, until
         called again with all of them (a search for the one whose firing fails)."""
-        for index, start in self.starts.items():
-            self.rules[index].start = start if index in indexes else None
+        for index in self.starts:
+            self.rules[index].fire(index in indexes)
 
     def _snapshot(self, rules: list[_Rule]) -> tuple[dict, dict]:
         """The step's changes so far to the relations ``rules`` read and write."""
@@ -619,7 +629,7 @@ class Fixpoint:
             return
         rules = [*views, *events, *aggregates]
         plus, minus = self._snapshot(rules)
-        offload = self.offload is not None and rules[0].plan.stratum not in self.local and (
+        offload = self.offload is not None and (
             any(plus.values()) or any(minus.values()) or self.initial
             or self.offload.changed(plus))
         for rule in aggregates:
@@ -647,9 +657,8 @@ class Fixpoint:
         evaluation moves there at once: the offload continues from where the rounds here
         stopped (``Offload.continues``), or what they did is undone and it starts over."""
         offload = self.offload
-        plans = [r.plan for r in views]
-        if not views or offload is None or views[0].plan.stratum in self.local \
-                or not offload.watches(plans):
+        plans = [r.offered for r in views]
+        if not views or offload is None or not offload.watches(plans):
             self._views_here(views, plus, minus)
             return
         mark = self.store.mark()
@@ -693,7 +702,7 @@ class Fixpoint:
         to this fixpoint."""
         offload = self.offload
         assert offload is not None
-        rules = [r.plan for r in views]
+        rules = [r.offered for r in views]
         found = (offload.evaluate(rules, self.store, self.limits.max_rounds, plus, minus,
                                   self.budget.left) if delta is None else
                  offload.continues(rules, self.store, self.limits.max_rounds - rounds,
@@ -706,7 +715,7 @@ class Fixpoint:
         leaves it to this fixpoint."""
         offload = self.offload
         assert offload is not None
-        found = offload.monotone([r.plan for r in rules], self.store, self.limits.max_rounds,
+        found = offload.monotone([r.offered for r in rules], self.store, self.limits.max_rounds,
                                  plus, minus, self.budget.left)
         if found is None or not self._apply(rules[0].plan.stratum, found):  # type: ignore[arg-type]
             return False
@@ -776,7 +785,7 @@ class Fixpoint:
         stratum's relations): they would otherwise keep what the worse values derived."""
         rules = [*views, *aggregates]
         plus, minus = self._snapshot(rules)
-        if self.offload is not None and rules[0].plan.stratum not in self.local and (
+        if self.offload is not None and (
                 any(plus.values()) or any(minus.values()) or self.initial
                 or self.offload.changed(plus)):
             held = self.offload.held.keys() & plus.keys()
@@ -813,7 +822,11 @@ class Fixpoint:
         if self._replaced and views:  # what the views derived from replaced rows goes
             # (afresh too: the better part propagating first, few rows are replaced)
             if views[0].plan.stratum in self.linear:
-                self._views_here(views, {}, self._replaced)
+                initial, self.initial = self.initial, False  # (the rules without atoms
+                try:                                         # fired already)
+                    self._views_here(views, {}, self._replaced)
+                finally:
+                    self.initial = initial
             else:
                 self._insert(views, {}, {}, self._recompute(views))
 
@@ -1008,7 +1021,7 @@ class Fixpoint:
         what changed; False when the offload leaves the rule to this fixpoint."""
         if rule.head_event:
             return False
-        fresh = self.offload.groups(rule.plan, self.store)  # type: ignore[union-attr]
+        fresh = self.offload.groups(rule.offered, self.store)  # type: ignore[union-attr]
         if fresh is None:
             return False
         state = self.aggregate_state[rule.plan.index]

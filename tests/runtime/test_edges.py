@@ -11,11 +11,15 @@ import overlog
 
 
 def test_a_step_that_fails_with_no_input_is_reported_not_retried_for_ever() -> None:
-    eng = overlog.Engine("p(X) :- X := 1 / 0.\n", path="z.olg")
+    # its rules without atoms fire at the next step that runs: here, the first input's
+    eng = overlog.Engine("n(0) :- notin z(0).\nn(Y) :- n(X), Y := X + 1.\n", max_tuples=10)
     reports = eng.run()
-    assert [[(e.code, e.message, e.quarantined) for e in r.errors] for r in reports] == [
-        [("E302", "division by zero", ())]]
-    assert (eng.rows("p"), eng.idle) == ([], True)
+    assert [[(e.code, e.quarantined, e.dropped) for e in r.errors] for r in reports] == [
+        [("E307", (), None)]]
+    assert (eng.rows("n"), eng.idle) == ([], True)
+    eng.insert("z", (0,))
+    assert [r.errors for r in eng.run()] == [[]]
+    assert (eng.rows("n"), eng.rows("z")) == ([], [(0,)])
 
 
 def _errors(reports: list) -> list[list[tuple]]:
@@ -43,8 +47,28 @@ def test_a_first_step_failing_in_what_a_rule_without_atoms_derives_drops_that_ru
     assert _errors([report]) == [[("E302", "3", (), "2")]]
     assert str(report.errors[0]).splitlines()[1:] == [
         "  in rule 3, at `1 / (X - 2)`", "  binding: X=2",
-        "  dropped: the firing of rule 2 at the first step"]
+        "  dropped for good: rule 2's firing without atoms"]
     assert [eng.rows(r) for r in ("c", "ok", "a", "x")] == [[(1,)], [(1,)], [], []]
+
+
+def test_a_rule_without_atoms_is_not_blamed_for_what_fails_on_the_inputs_alone() -> None:
+    # without the fact b(2), a(2) would make x fail: but it is c(0) that fails, on its own
+    eng = overlog.Engine("b(2).\nc(0).\na(2) :- notin b(2).\nx(Y) :- a(X), Y := 1 / (X - 2).\n"
+                         "s(X) :- c(X).\nr(Y) :- s(X), Y := 1 / X.\n")
+    assert _errors(eng.run()) == [[("E302", "4", (("insert", "c", (0,)),), None)], []]
+    assert [eng.rows(r) for r in ("a", "b", "c", "x")] == [[], [(2,)], [], []]
+    eng.delete("b", (2,))  # a(2) fires, as a view following b: x fails on the delete
+    assert _errors(eng.run()) == [[("E302", "2", (("delete", "b", (2,)),), None)], []]
+
+
+def test_a_rule_without_atoms_is_not_dropped_for_a_step_limit() -> None:
+    eng = overlog.Engine("n(0) :- notin z(0).\nn(Y) :- n(X), notin stop(X), Y := X + 1.\n"
+                         "a(2) :- notin b(2).\nx(Y) :- a(X), Y := 1 / (X - 2).\n",
+                         max_tuples=10)
+    assert _errors(eng.run()) == [[("E302", "4", (), "3"), ("E307", "2", (), None)]]
+    eng.insert("stop", (3,))  # rule 1 still fires
+    assert _errors(eng.run()) == [[]]
+    assert [eng.rows(r) for r in ("n", "a", "x")] == [[(0,), (1,), (2,), (3,)], [], []]
 
 
 def test_rules_without_atoms_fire_at_the_next_step_when_the_first_fails_on_a_limit() -> None:
@@ -133,6 +157,24 @@ def test_an_interrupt_undoes_the_step_and_keeps_its_inputs() -> None:
     assert (eng.step_count, eng.idle) == (0, False)
     eng.run()
     assert (eng.rows("p"), eng.rows("q")) == ([(1,)], [(1,)])
+
+
+def test_an_interrupt_after_a_rule_without_atoms_is_dropped_undoes_the_drop() -> None:
+    calls = []
+
+    def slow(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:  # in the attempt after the drop (p's stratum runs first)
+            raise KeyboardInterrupt
+        return x
+
+    eng = overlog.Engine("p(X) :- X := 1 / 0.\nq(Y) :- e[X], Y := f_slow(X).\n",
+                         functions={"f_slow": slow})
+    eng.generate_event("e", (1,))
+    with pytest.raises(KeyboardInterrupt):
+        eng.step()
+    assert _errors(eng.run()) == [[("E302", "1", (), "1")], []]  # dropped and reported now
+    assert (eng.rows("p"), eng.rows("q"), calls) == ([], [(1,)], [1, 1])
 
 
 def test_an_interrupt_in_a_listener_leaves_the_step_committed() -> None:

@@ -176,6 +176,18 @@ def test_the_better_part_of_the_waiting_rows_propagates(values, greater, now) ->
     assert waiting == rest
 
 
+def test_a_view_rule_without_atoms_fires_once_at_the_first_step() -> None:
+    # (the rows derived from replaced ones go at the end without firing it again)
+    engine = Engine("edge(0, 1, 5).\nedge(1, 2, 1).\nedge(0, 2, 9).\n"
+                    "hop(Y, C) :- Y := 0, C := f_rand().\n"
+                    "hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.\n"
+                    "best(X, min<C>) :- hop(X, C).\n")
+    engine.run()
+    ((_, r),) = [row for row in engine.rows("hop") if row[0] == 0]
+    assert engine.rows("best") == [(0, r), (1, r + 5), (2, r + 6)]
+    assert sorted(engine.rows("hop")) == [(0, r), (1, r + 5), (2, r + 6), (2, r + 9)]
+
+
 def test_a_view_reading_the_cycle_twice_keeps_nothing_a_waiting_row_derived() -> None:
     # low(16, 45) waits while the better half propagates; pair's second atom joins it all
     # the same (pair(10, 50)), and it improves to 2 before it propagates: what it derived

@@ -52,6 +52,7 @@ def _apply(table: Table, operation: str, arg) -> None:
             table.remove(arg)
     elif operation == "assert_many":
         table.assert_many(arg)
+        assert set(arg) <= table.asserted & table.rows
     elif operation == "add_new":
         new = arg - table.rows
         if new:
