@@ -53,8 +53,8 @@ class StepError(OverlogRuntimeError):
     """A timestep failed and was rolled back; ``quarantined`` lists the inputs removed from it
     as ``(kind, relation, row)`` with kind "event", "insert" or "delete"; the next step
     receives each as an ``error[...]`` event. ``dropped`` names the rule without positive
-    atoms whose firing at the first step the step runs without (for good), if that was
-    what failed."""
+    atoms that failed the first step and is taken out of the program for good, if that
+    was what failed."""
 
     def __init__(self, code: str, message: str, *, step: int, time: float,
                  path: str = "<input>", rule: str | None = None, span: object = None,
@@ -96,7 +96,7 @@ class StepError(OverlogRuntimeError):
             shown = format_tuple(relation, row, event=kind == "event")
             text += f"\n  quarantined input: {'delete ' if kind == 'delete' else ''}{shown}"
         if self.dropped:
-            text += f"\n  dropped for good: rule {self.dropped}'s firing without atoms"
+            text += f"\n  dropped for good: rule {self.dropped} (it has no positive atom)"
         return text
 
 

@@ -17,7 +17,7 @@ import gc
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -114,10 +114,10 @@ class _Failure(Exception):
 
     def __init__(self, error: StepError,
                  drivers: list[tuple[str, Row, StepError]] | None = None,
-                 start: RulePlan | None = None) -> None:
+                 rule: RulePlan | None = None) -> None:
         self.error = error
         self.drivers = drivers or []
-        self.start = start  # the rule whose firing without atoms failed (first step)
+        self.rule = rule  # the rule that failed, where one did
 
 
 def _first_failing(size: int, fails: Callable[[int], _Failure | None],
@@ -614,7 +614,7 @@ class Engine:
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         failed: list[StepError] = []  # failures no input can be blamed for
-        self._dropped: list[int] = []  # rules whose firing without atoms this step dropped
+        self._dropped: list[int] = []  # rules without atoms this step took out of the program
         rolled_back = False  # the step does nothing: every attempt failed
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
@@ -633,7 +633,7 @@ class Engine:
                 except _Failure as failure:
                     self._rollback()
                     if failure.error.code != "E307":  # past a limit: no input to single out
-                        if self._refused(failure.start, failure, failed):
+                        if self._refused(failure.rule, failure, failed):
                             continue
                         blamed = self._blame(failure, inputs)
                         if blamed:  # the failing bindings name their inputs: no search
@@ -758,7 +758,7 @@ class Engine:
                        for row, code, message, binding, expr in error.failures]
             raise _Failure(self._step_error(error.code, error.message, error.rule,
                                             error.binding, error.expr), drivers,
-                           error.rule if error.start else None) from error
+                           error.rule) from error
         except InputFailure as error:  # the input to blame is found by bisection
             raise _Failure(self._step_error("E308", str(error))) from error
 
@@ -798,59 +798,72 @@ class Engine:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
         fails (bisection; deterministic, unlike which failing binding is met first). Returns
         it with the failure to report, or None if the step fails even with no input. At the
-        first step the rules without positive atoms fire after every input: they do not
-        fire here (``_failing_start`` found the inputs fail without them)."""
-        fixpoint = self._fixpoint
-        assert fixpoint is not None
-        first = not self._started and fixpoint.starts
-        if first:
-            fixpoint.fire_only(())
-        try:
-            if not inputs or self._fails([]) is not None:
-                return None, failure
+        first step, where the rules without positive atoms fail the step with no input
+        (``_failing_start`` found none to blame alone), the inputs are searched without
+        them firing: the culprit is one that fails without them, with that failure."""
+        if not inputs:
+            return None, failure
+        if self._fails([]) is None:
             hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), failure)
             return inputs[hi - 1], found
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        if self._started or not fixpoint.starts:
+            return None, failure
+        try:
+            fixpoint.fire_only(())
+            alone = self._fails(inputs)
+            if alone is None or self._fails([]) is not None:
+                return None, failure
+            hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), alone)
         finally:
-            if first:
-                fixpoint.fire_only(fixpoint.starts)
+            fixpoint.fire_only(fixpoint.starts)
+        return inputs[hi - 1], found
 
     def _failing_start(self, failure: _Failure, inputs: list,
                        ) -> tuple[RulePlan | None, _Failure]:
-        """At the first step, where the step's inputs pass without the rules without
-        positive atoms firing, the first of those rules, in program order, whose firing
-        with those before it fails the step (bisection: the failure may be in what its rows
-        derive; a step limit passed is not such a failure), with its failure; else None."""
+        """At the first step, the rule without positive atoms to blame for the failure,
+        with its failure, or None. First, in program order, one without whose firing the
+        step passes with all its inputs (what it derives may fail on a fact that only the
+        others let pass); else, where the inputs pass without any of them firing, the first
+        whose firing with those before it fails the step (bisection). A step limit passed
+        is never such a failure."""
         fixpoint = self._fixpoint
         assert fixpoint is not None
         if self._started or not fixpoint.starts:
             return None, failure
         order = list(fixpoint.starts)
 
-        def fails(k: int) -> _Failure | None:
-            fixpoint.fire_only(order[:k])
+        def fails(firing: Collection[int]) -> _Failure | None:  # (a limit passed: None)
+            fixpoint.fire_only(firing)
             found = self._fails(inputs)
             return found if found is not None and found.error.code != "E307" else None
 
         try:
-            fixpoint.fire_only(())
-            if self._fails(inputs) is not None:  # the inputs fail on their own
+            for index in order:
+                fixpoint.fire_only([i for i in order if i != index])
+                if self._fails(inputs) is None:
+                    return fixpoint.rules[index].plan, failure
+            if fails(()) is not None:  # the inputs fail on their own
                 return None, failure
-            hi, found = _first_failing(len(order), fails, failure)
+            hi, found = _first_failing(len(order), lambda k: fails(order[:k]), failure)
         finally:
             fixpoint.fire_only(order)
         return fixpoint.rules[order[hi - 1]].plan, found
 
-    def _refused(self, start: RulePlan | None, failure: _Failure,
+    def _refused(self, rule: RulePlan | None, failure: _Failure,
                  failed: list[StepError]) -> bool:
-        """Whether ``start``, a rule without positive atoms whose firing failed the first
-        step, is to blame: that firing is then dropped for good and reported (there is no
-        input to quarantine), and the step runs again without it. (A later evaluation
-        afresh fires them too: there, inputs are blamed.)"""
-        if start is None or self._started:
+        """Whether ``rule``, to blame for the failure, is a rule without positive atoms at
+        the first step (itself failing, by any of its plans, or found by
+        ``_failing_start``): it is then taken out of the program for good and reported
+        (there is no input to quarantine), and the step runs again without it."""
+        fixpoint = self._fixpoint
+        assert fixpoint is not None
+        if rule is None or self._started or rule.index not in fixpoint.starts:
             return False
-        self._fixpoint.refuse_start(start.index)  # type: ignore[union-attr]
-        self._dropped.append(start.index)
-        failure.error.dropped = _rule_name(start)
+        fixpoint.refuse_start(rule.index)
+        self._dropped.append(rule.index)
+        failure.error.dropped = _rule_name(rule)
         failed.append(failure.error)
         return True
 

@@ -65,7 +65,6 @@ class EvaluationError(Exception):
         self.source = source
         self.failures = failures or []
         self.expr = expr
-        self.start = False  # the rule's firing without atoms failed (at the first step)
 
 
 def _described(cause: BaseException) -> tuple[str, str]:
@@ -207,10 +206,9 @@ class _Rule:
             code, message = _described(failure.cause)
             failures = [(seed_row, *_described(cause), binding, expr)
                         for seed_row, cause, binding, expr in failure.failures]
-            error = EvaluationError(code, self.plan, message, failure.binding, source,
-                                    failures if source else None, failure.expr)
-            error.start = evaluator is self.start
-            raise error from failure.cause
+            raise EvaluationError(code, self.plan, message, failure.binding, source,
+                                  failures if source else None, failure.expr) \
+                from failure.cause
         finally:
             if stats is not None:
                 stats.seconds += perf_counter() - start
@@ -472,14 +470,13 @@ class Fixpoint:
                   if stratum.monotone}
         self.rules = [_Rule(r, backend, relations[r.head].arity, self.budget,
                             cycles.get(r.stratum)) for r in plan.rules]  # type: ignore[arg-type]
-        # each stratum's rules by role: views, event heads, aggregates
+        # each stratum's rules by role: views, event heads, aggregates; and the deferred
+        # rules (see ``_arrange``)
+        self._layers = [stratum.rules for stratum in plan.strata]
+        self.dropped: set[int] = set()  # rules taken out of the program (``refuse_start``)
         self.strata: list[tuple[list[_Rule], list[_Rule], list[_Rule]]] = []
-        for stratum in plan.strata:
-            rules = [self.rules[i] for i in stratum.rules]
-            self.strata.append((
-                [r for r in rules if not r.head_event and r.aggregation is None],
-                [r for r in rules if r.head_event and r.aggregation is None],
-                [r for r in rules if r.aggregation is not None]))
+        self.deferred: list[_Rule] = []
+        self._arrange()
         self.monotone = monotone
         self.strict = {stratum.index for stratum in plan.strata if stratum.strict}
         # recursive min/max strata that compute with + or -: their values must be numbers
@@ -515,7 +512,6 @@ class Fixpoint:
         self._floor: dict[str, dict[tuple, Any]] = {}  # group -> best asserted value
         # the rows a recursive min/max replaced in this evaluation (once seen by its rules)
         self._replaced: dict[str, set[Row]] = defaultdict(set)
-        self.deferred = [r for r in self.rules if r.plan.deferred]
         # a view rule with a remote head: the rows it derives now (see _remote_view), the
         # relations it reads positively and negatively, and for each such head how many of
         # its rules derive each row (a row is sent while one does)
@@ -598,17 +594,34 @@ class Fixpoint:
             profile.strata[None].seconds += perf_counter() - start
 
     def refuse_start(self, index: int) -> None:
-        """Drop for good the firing without atoms of the rule of plan index ``index`` (of
-        ``starts``), which failed at the first step: here, and where an offload evaluates
-        its stratum afresh."""
+        """Take out of the program the rule of plan index ``index`` (of ``starts``), a rule
+        without positive atoms whose firing failed the first step: it derives nothing from
+        then on, by any plan, here or on an offload (which is given the strata's rules)."""
         self.starts.remove(index)
         self.rules[index].fire(False)
+        self.dropped.add(index)
+        self._arrange()
 
     def restore_starts(self, indexes: Collection[int]) -> None:
         """Undo ``refuse_start`` (the step that dropped them never ran)."""
         for index in indexes:
             self.rules[index].fire(True)
+        self.dropped.difference_update(indexes)
         self.starts = sorted({*self.starts, *indexes})
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Each stratum's rules by role (views, event heads, aggregates) and the deferred
+        rules, those dropped left out."""
+        self.strata = []
+        for indexes in self._layers:
+            rules = [self.rules[i] for i in indexes if i not in self.dropped]
+            self.strata.append((
+                [r for r in rules if not r.head_event and r.aggregation is None],
+                [r for r in rules if r.head_event and r.aggregation is None],
+                [r for r in rules if r.aggregation is not None]))
+        self.deferred = [r for r in self.rules
+                         if r.plan.deferred and r.index not in self.dropped]
 
     def fire_only(self, indexes: Collection[int]) -> None:
         """Let only the rules of these plan indexes (of ``starts``) fire without atoms, until

@@ -208,7 +208,7 @@ def test_a_step_failing_without_inputs_ends(tmp_path: Path) -> None:
         assert result.returncode == 3
         assert result.stderr == ("div.olg:1:14: error[E302]: step 1 (time 0): division by "
                                  "zero\n  in rule 1, at `1 / 0`\n"
-                                 "  dropped for good: rule 1's firing without atoms\n")
+                                 "  dropped for good: rule 1 (it has no positive atom)\n")
         assert result.stdout == "p (0 rows)\n"
 
 

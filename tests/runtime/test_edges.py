@@ -27,7 +27,7 @@ def _errors(reports: list) -> list[list[tuple]]:
 
 
 def test_a_rule_without_atoms_failing_at_the_first_step_loses_no_input() -> None:
-    # its firing is dropped, for good; the facts, the step's event and the other rules'
+    # it is taken out of the program; the facts, the step's event and the other rules'
     # firings stand (they were all quarantined: the step failed whatever its inputs)
     eng = overlog.Engine("c(1).\nok(1) :- notin b(1).\np(X) :- X := 1 / 0.\n"
                          "q(X) :- e[X].\n")
@@ -47,8 +47,56 @@ def test_a_first_step_failing_in_what_a_rule_without_atoms_derives_drops_that_ru
     assert _errors([report]) == [[("E302", "3", (), "2")]]
     assert str(report.errors[0]).splitlines()[1:] == [
         "  in rule 3, at `1 / (X - 2)`", "  binding: X=2",
-        "  dropped for good: rule 2's firing without atoms"]
+        "  dropped for good: rule 2 (it has no positive atom)"]
     assert [eng.rows(r) for r in ("c", "ok", "a", "x")] == [[(1,)], [(1,)], [], []]
+
+
+def test_a_rule_without_atoms_is_blamed_for_the_fact_its_negation_fails_on() -> None:
+    # (the assignment is evaluated before the negation: q(1) makes p's plan fail)
+    eng = overlog.Engine("q(1).\np(Y) :- notin q(1), Y := 1 / 0.\n")
+    assert _errors(eng.run()) == [[("E302", "1", (), "1")]]
+    eng.delete("q", (1,))  # p is out of the program: nothing derives it, nothing fails
+    assert (_errors(eng.run()), eng.rows("p"), eng.rows("q")) == ([[]], [], [])
+
+
+def test_the_rule_without_atoms_whose_firing_alone_fails_the_step_is_dropped() -> None:
+    # c(0, 0) fails only where a(0) is missing (the first rule, firing, puts it there)
+    eng = overlog.Engine("c(0, 0).\na(0) :- notin b(0).\nd(5) :- notin e(5).\n"
+                         "g(X, Z) :- c(X, Z), notin a(X).\nr(Y) :- g(X, Z), Y := 1 / Z.\n"
+                         "y(Y) :- d(X), Y := 1 / (X - 5).\n")
+    assert _errors(eng.run()) == [[("E302", "5", (), "2")]]
+    assert [eng.rows(r) for r in ("a", "c", "d", "g")] == [[(0,)], [(0, 0)], [], []]
+
+
+def test_a_failing_input_and_a_failing_rule_without_atoms_are_each_blamed() -> None:
+    eng = overlog.Engine("c(0, 0).\na(2) :- notin b(2).\nx(Y) :- a(X), Y := 1 / (X - 2).\n"
+                         "s(X, Z) :- c(X, Z).\nr(Y) :- s(X, Z), notin a(X), Y := 1 / Z.\n")
+    report, _ = eng.run()  # (the next step: c(0, 0)'s error event)
+    assert [(e.code, e.rule, e.binding, e.quarantined, e.dropped) for e in report.errors] == [
+        ("E302", "4", {"X": 0, "Z": 0}, (("insert", "c", (0, 0)),), None),
+        ("E302", "2", {"X": 2}, (), "1")]
+    assert [eng.rows(r) for r in ("a", "c", "x")] == [[], [], []]
+
+
+@pytest.mark.parametrize("backend", ["local", "vector"])
+def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
+    calls = []
+
+    def once(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ValueError("boom")
+        return x
+
+    eng = overlog.Engine("a(2) :- notin b(2).\nn(X) :- a(X), X > 100.\n"
+                         "x(Y) :- a(X), notin n(X), Y := f_once(X).\n",
+                         backend=backend, functions={"f_once": once})
+    assert _errors(eng.run()) == [[("E301", "3", (), "1")]]
+    eng.insert("b", (2,))
+    eng.run()
+    eng.delete("b", (2,))
+    assert _errors(eng.run()) == [[]]
+    assert (eng.rows("a"), eng.rows("x")) == ([], [])
 
 
 def test_a_rule_without_atoms_is_not_blamed_for_what_fails_on_the_inputs_alone() -> None:
