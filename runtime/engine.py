@@ -516,7 +516,8 @@ class Engine:
                 self.plan, log, self.step_count, self._current, functions, self._fact_where,
                 lambda place: where(self.plan, place, self.source),
                 lambda relation, key: None if self.holder(relation)
-                else self.store.tables[relation].indexes.get(key))
+                else self.store.tables[relation].indexes.get(key),
+                self._fixpoint.dropped if self._fixpoint is not None else ())
         return kept
 
     def holder(self, relation: str) -> SparkStrata | VectorStrata | None:
@@ -641,11 +642,14 @@ class Engine:
                             gone = {id(i) for i, _ in blamed}
                             inputs = [i for i in inputs if id(i) not in gone]
                             continue
-                        if self._refused(*self._failing_start(failure, inputs), failed):
+                        culprit, found = self._culprit(failure, inputs)
+                        if culprit is None and self._refused(
+                                *self._failing_start(failure, inputs), failed):
                             continue
-                        culprit, failure = self._culprit(failure, inputs)
+                        if culprit is None:
+                            culprit, found = self._culprit_without_starts(failure, inputs)
                         if culprit is not None:
-                            quarantined.append((culprit, failure.error))
+                            quarantined.append((culprit, found.error))
                             inputs = [i for i in inputs if i is not culprit]
                             continue
                     # it fails whatever its inputs, or ran past a limit: the step does nothing
@@ -797,18 +801,22 @@ class Engine:
     def _culprit(self, failure: _Failure, inputs: list) -> tuple[tuple | None, _Failure]:
         """The input to quarantine: the first, in queue order, whose prefix of the inputs
         fails (bisection; deterministic, unlike which failing binding is met first). Returns
-        it with the failure to report, or None if the step fails even with no input. At the
-        first step, where the rules without positive atoms fail the step with no input
-        (``_failing_start`` found none to blame alone), the inputs are searched without
-        them firing: the culprit is one that fails without them, with that failure."""
-        if not inputs:
+        it with the failure to report, or None if the step fails even with no input (at
+        the first step, the rules without positive atoms firing make the state the inputs
+        come to, as at later steps)."""
+        if not inputs or self._fails([]) is not None:
             return None, failure
-        if self._fails([]) is None:
-            hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), failure)
-            return inputs[hi - 1], found
+        hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), failure)
+        return inputs[hi - 1], found
+
+    def _culprit_without_starts(self, failure: _Failure, inputs: list,
+                                ) -> tuple[tuple | None, _Failure]:
+        """At the first step, where the rules without positive atoms fail the step with no
+        input and none of them is to blame alone (``_failing_start``), ``_culprit`` with
+        none of them firing: an input that fails without them, with that failure."""
         fixpoint = self._fixpoint
         assert fixpoint is not None
-        if self._started or not fixpoint.starts:
+        if self._started or not fixpoint.starts or not inputs:
             return None, failure
         try:
             fixpoint.fire_only(())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -333,10 +333,12 @@ class Explainer:
                  current: Callable[[str], Any], functions: Mapping[str, Callable],
                  facts: Mapping[tuple[str, Row], Any], where: Callable[[Any], str],
                  indexes: Callable[[str, tuple[int, ...]], Mapping | None] | None = None,
+                 dropped: Collection[int] = (),
                  ) -> None:
         """``current``: a relation's rows now (``indexes``: the store's index of a relation
         on some columns, where it keeps one); ``facts``: the line (or span) of each fact's
-        row, ``where`` a line's or span's name (path:line)."""
+        row, ``where`` a line's or span's name (path:line); ``dropped``: the plan indexes of
+        rules the engine took out of the program (they derive nothing)."""
         self.plan = plan
         self.log = log
         self.step = step  # the last committed step
@@ -350,7 +352,8 @@ class Explainer:
         self.rules: dict[str, list[p.RulePlan]] = defaultdict(list)
         self.deferred: dict[str, list[p.RulePlan]] = defaultdict(list)
         for rule in plan.rules:
-            (self.deferred if rule.deferred else self.rules)[rule.head].append(rule)
+            if rule.index not in dropped:
+                (self.deferred if rule.deferred else self.rules)[rule.head].append(rule)
         self._states: dict[int, _State] = {}
         # tuples not derived within a depth: (that depth, whether it cut the search: a
         # deeper one may find it; else there is no derivation at all)

@@ -598,14 +598,11 @@ class Fixpoint:
         without positive atoms whose firing failed the first step: it derives nothing from
         then on, by any plan, here or on an offload (which is given the strata's rules)."""
         self.starts.remove(index)
-        self.rules[index].fire(False)
         self.dropped.add(index)
         self._arrange()
 
     def restore_starts(self, indexes: Collection[int]) -> None:
         """Undo ``refuse_start`` (the step that dropped them never ran)."""
-        for index in indexes:
-            self.rules[index].fire(True)
         self.dropped.difference_update(indexes)
         self.starts = sorted({*self.starts, *indexes})
         self._arrange()

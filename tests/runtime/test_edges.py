@@ -4,6 +4,7 @@ here failed before its fix."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -78,8 +79,19 @@ def test_a_failing_input_and_a_failing_rule_without_atoms_are_each_blamed() -> N
     assert [eng.rows(r) for r in ("a", "c", "x")] == [[], [], []]
 
 
-@pytest.mark.parametrize("backend", ["local", "vector"])
-def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
+def test_an_input_that_fails_with_what_the_rules_without_atoms_derive_is_quarantined() -> None:
+    # as it is after the first step: their rows are the state the inputs come to
+    eng = overlog.Engine("limit(10) :- notin override(1).\n"
+                         "share(X, Y) :- limit(L), req(X), Y := L / X.\n")
+    eng.insert("req", (0,))
+    assert _errors(eng.run()) == [[("E302", "2", (("insert", "req", (0,)),), None)], []]
+    eng.insert("req", (5,))
+    eng.run()
+    assert [eng.rows(r) for r in ("limit", "req", "share")] == [[(10,)], [(5,)], [(5, 2)]]
+
+
+def _failing_once() -> Callable[[int], int]:
+    """A function that raises at its first call only."""
     calls = []
 
     def once(x: int) -> int:
@@ -88,15 +100,28 @@ def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
             raise ValueError("boom")
         return x
 
+    return once
+
+
+@pytest.mark.parametrize("backend", ["local", "vector"])
+def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
     eng = overlog.Engine("a(2) :- notin b(2).\nn(X) :- a(X), X > 100.\n"
                          "x(Y) :- a(X), notin n(X), Y := f_once(X).\n",
-                         backend=backend, functions={"f_once": once})
+                         backend=backend, functions={"f_once": _failing_once()})
     assert _errors(eng.run()) == [[("E301", "3", (), "1")]]
     eng.insert("b", (2,))
     eng.run()
     eng.delete("b", (2,))
     assert _errors(eng.run()) == [[]]
     assert (eng.rows("a"), eng.rows("x")) == ([], [])
+
+
+def test_why_not_knows_a_dropped_rule_derives_nothing() -> None:
+    eng = overlog.Engine("a(X) :- notin b(2), X := f_once(2).\n", provenance=True,
+                         functions={"f_once": _failing_once()})
+    assert _errors(eng.run()) == [[("E301", "1", (), "1")]]
+    assert [e.text for e in eng.why_not("a", (2,))] == [
+        "no rule derives `a`: only facts and inputs put rows there"]
 
 
 def test_a_rule_without_atoms_is_not_blamed_for_what_fails_on_the_inputs_alone() -> None:
