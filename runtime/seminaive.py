@@ -595,8 +595,8 @@ class Fixpoint:
 
     def refuse_start(self, index: int) -> None:
         """Take out of the program the rule of plan index ``index`` (of ``starts``), a rule
-        without positive atoms whose firing failed the first step: it derives nothing from
-        then on, by any plan, here or on an offload (which is given the strata's rules)."""
+        without positive atoms that failed the first step: it derives nothing from then
+        on, by any plan, here or on an offload (which is given the strata's rules)."""
         self.starts.remove(index)
         self.dropped.add(index)
         self._arrange()
