@@ -202,6 +202,7 @@ class Engine:
         self.now = self.clock.now()
         self.step_count = 0
         self._started = False  # a step has stood: the rules without atoms have fired
+        self._dropped: list[int] = []  # rules without atoms the step took out of the program
         relations = {**plan.relations}
         relations.setdefault(ERROR_RELATION, _ERROR)
         self.relations: dict[str, Relation] = relations
@@ -615,7 +616,7 @@ class Engine:
         store.begin_step()
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         failed: list[StepError] = []  # failures no input can be blamed for
-        self._dropped: list[int] = []  # rules without atoms this step took out of the program
+        self._dropped = []
         rolled_back = False  # the step does nothing: every attempt failed
         # No full garbage collection while the step evaluates. A large step grows the
         # tracked containers (tables, index buckets) many times over, and the collector
@@ -643,11 +644,10 @@ class Engine:
                             inputs = [i for i in inputs if id(i) not in gone]
                             continue
                         culprit, found = self._culprit(failure, inputs)
-                        if culprit is None and self._refused(
-                                *self._failing_start(failure, inputs), failed):
-                            continue
-                        if culprit is None:
-                            culprit, found = self._culprit_without_starts(failure, inputs)
+                        if culprit is None:  # (the first step: a rule without atoms?)
+                            rule, culprit, found = self._start_culprit(failure, inputs)
+                            if self._refused(rule, found, failed):
+                                continue
                         if culprit is not None:
                             quarantined.append((culprit, found.error))
                             inputs = [i for i in inputs if i is not culprit]
@@ -809,37 +809,20 @@ class Engine:
         hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), failure)
         return inputs[hi - 1], found
 
-    def _culprit_without_starts(self, failure: _Failure, inputs: list,
-                                ) -> tuple[tuple | None, _Failure]:
+    def _start_culprit(self, failure: _Failure, inputs: list,
+                       ) -> tuple[RulePlan | None, tuple | None, _Failure]:
         """At the first step, where the rules without positive atoms fail the step with no
-        input and none of them is to blame alone (``_failing_start``), ``_culprit`` with
-        none of them firing: an input that fails without them, with that failure."""
-        fixpoint = self._fixpoint
-        assert fixpoint is not None
-        if self._started or not fixpoint.starts or not inputs:
-            return None, failure
-        try:
-            fixpoint.fire_only(())
-            alone = self._fails(inputs)
-            if alone is None or self._fails([]) is not None:
-                return None, failure
-            hi, found = _first_failing(len(inputs), lambda k: self._fails(inputs[:k]), alone)
-        finally:
-            fixpoint.fire_only(fixpoint.starts)
-        return inputs[hi - 1], found
-
-    def _failing_start(self, failure: _Failure, inputs: list,
-                       ) -> tuple[RulePlan | None, _Failure]:
-        """At the first step, the rule without positive atoms to blame for the failure,
-        with its failure, or None. First, in program order, one without whose firing the
-        step passes with all its inputs (what it derives may fail on a fact that only the
-        others let pass); else, where the inputs pass without any of them firing, the first
-        whose firing with those before it fails the step (bisection). A step limit passed
-        is never such a failure."""
+        input, what to blame: (a rule of them, None, its failure) or (None, an input, its
+        failure), else (None, None, ``failure``). The rule is the first, in program order,
+        without whose firing the step passes with all its inputs (what it derives may fail
+        on a fact that only the others let pass); else, where the inputs pass without any
+        of them firing, the first whose firing with those before it fails the step
+        (bisection; a step limit passed is never such a failure). Where the inputs fail on
+        their own, the input is ``_culprit``'s with none of them firing."""
         fixpoint = self._fixpoint
         assert fixpoint is not None
         if self._started or not fixpoint.starts:
-            return None, failure
+            return None, None, failure
         order = list(fixpoint.starts)
 
         def fails(firing: Collection[int]) -> _Failure | None:  # (a limit passed: None)
@@ -851,19 +834,21 @@ class Engine:
             for index in order:
                 fixpoint.fire_only([i for i in order if i != index])
                 if self._fails(inputs) is None:
-                    return fixpoint.rules[index].plan, failure
-            if fails(()) is not None:  # the inputs fail on their own
-                return None, failure
-            hi, found = _first_failing(len(order), lambda k: fails(order[:k]), failure)
+                    return fixpoint.rules[index].plan, None, failure
+            alone = fails(())
+            if alone is None:
+                hi, found = _first_failing(len(order), lambda k: fails(order[:k]), failure)
+                return fixpoint.rules[order[hi - 1]].plan, None, found
+            culprit, found = self._culprit(alone, inputs)  # (none of them firing)
+            return None, culprit, found
         finally:
             fixpoint.fire_only(order)
-        return fixpoint.rules[order[hi - 1]].plan, found
 
     def _refused(self, rule: RulePlan | None, failure: _Failure,
                  failed: list[StepError]) -> bool:
         """Whether ``rule``, to blame for the failure, is a rule without positive atoms at
         the first step (itself failing, by any of its plans, or found by
-        ``_failing_start``): it is then taken out of the program for good and reported
+        ``_start_culprit``): it is then taken out of the program for good and reported
         (there is no input to quarantine), and the step runs again without it."""
         fixpoint = self._fixpoint
         assert fixpoint is not None

@@ -27,6 +27,20 @@ def _errors(reports: list) -> list[list[tuple]]:
     return [[(e.code, e.rule, e.quarantined, e.dropped) for e in r.errors] for r in reports]
 
 
+def _raising_first(error: BaseException, calls: list | None = None) -> Callable[[int], int]:
+    """A function for a program that raises ``error`` at its first call only (``calls``
+    gets the argument of every call)."""
+    calls = [] if calls is None else calls
+
+    def once(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise error
+        return x
+
+    return once
+
+
 def test_a_rule_without_atoms_failing_at_the_first_step_loses_no_input() -> None:
     # it is taken out of the program; the facts, the step's event and the other rules'
     # firings stand (they were all quarantined: the step failed whatever its inputs)
@@ -90,24 +104,11 @@ def test_an_input_that_fails_with_what_the_rules_without_atoms_derive_is_quarant
     assert [eng.rows(r) for r in ("limit", "req", "share")] == [[(10,)], [(5,)], [(5, 2)]]
 
 
-def _failing_once() -> Callable[[int], int]:
-    """A function that raises at its first call only."""
-    calls = []
-
-    def once(x: int) -> int:
-        calls.append(x)
-        if len(calls) == 1:
-            raise ValueError("boom")
-        return x
-
-    return once
-
-
 @pytest.mark.parametrize("backend", ["local", "vector"])
 def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
     eng = overlog.Engine("a(2) :- notin b(2).\nn(X) :- a(X), X > 100.\n"
                          "x(Y) :- a(X), notin n(X), Y := f_once(X).\n",
-                         backend=backend, functions={"f_once": _failing_once()})
+                         backend=backend, functions={"f_once": _raising_first(ValueError("boom"))})
     assert _errors(eng.run()) == [[("E301", "3", (), "1")]]
     eng.insert("b", (2,))
     eng.run()
@@ -118,7 +119,7 @@ def test_a_dropped_rule_derives_nothing_on_any_backend(backend: str) -> None:
 
 def test_why_not_knows_a_dropped_rule_derives_nothing() -> None:
     eng = overlog.Engine("a(X) :- notin b(2), X := f_once(2).\n", provenance=True,
-                         functions={"f_once": _failing_once()})
+                         functions={"f_once": _raising_first(ValueError("boom"))})
     assert _errors(eng.run()) == [[("E301", "1", (), "1")]]
     assert [e.text for e in eng.why_not("a", (2,))] == [
         "no rule derives `a`: only facts and inputs put rows there"]
@@ -214,16 +215,8 @@ def test_step_refuses_to_run_inside_a_step() -> None:
 
 
 def test_an_interrupt_undoes_the_step_and_keeps_its_inputs() -> None:
-    calls = []
-
-    def slow(x: int) -> int:
-        calls.append(x)
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-        return x
-
     eng = overlog.Engine("p(Y) :- e[X], Y := f_slow(X).\nq(X) :- e[X].\n",
-                         functions={"f_slow": slow})
+                         functions={"f_slow": _raising_first(KeyboardInterrupt())})
     eng.generate_event("e", (1,))
     with pytest.raises(KeyboardInterrupt):
         eng.step()
@@ -233,16 +226,9 @@ def test_an_interrupt_undoes_the_step_and_keeps_its_inputs() -> None:
 
 
 def test_an_interrupt_after_a_rule_without_atoms_is_dropped_undoes_the_drop() -> None:
-    calls = []
-
-    def slow(x: int) -> int:
-        calls.append(x)
-        if len(calls) == 1:  # in the attempt after the drop (p's stratum runs first)
-            raise KeyboardInterrupt
-        return x
-
+    calls: list[int] = []  # (the first: in the attempt after the drop; p's stratum is first)
     eng = overlog.Engine("p(X) :- X := 1 / 0.\nq(Y) :- e[X], Y := f_slow(X).\n",
-                         functions={"f_slow": slow})
+                         functions={"f_slow": _raising_first(KeyboardInterrupt(), calls)})
     eng.generate_event("e", (1,))
     with pytest.raises(KeyboardInterrupt):
         eng.step()
