@@ -72,6 +72,8 @@ ROWS_LIMIT = 1_000_000
 # the cyclic garbage a step may leave for a while, for 16-20% of SSSP on 10,000 nodes
 YOUNG_GC = 50_000
 
+_KIND, _RELATION, _ROW = itemgetter(0), itemgetter(1), itemgetter(2)  # of an input
+
 
 def typed_fault(rel: Relation, row: Row) -> str | None:
     """Why ``row`` does not fit ``rel``'s typed key fields (P2's ``keys(2:str)``), or None."""
@@ -896,9 +898,10 @@ class Engine:
         if len(inputs) == 1:  # (a step of one event, most often: no grouping)
             ((kind, relation, row),) = inputs
             runs: Iterable[tuple[tuple[str, str], Sequence[Row]]] = [((kind, relation), (row,))]
-        else:
-            runs = ((key, [row for _, _, row in run])
-                    for key, run in itertools.groupby(inputs, key=itemgetter(0, 1)))
+        else:  # (by relation, then kind: keys that are the inputs' own strings, not pairs)
+            runs = (((kind, relation), list(map(_ROW, run)))
+                    for relation, same in itertools.groupby(inputs, _RELATION)
+                    for kind, run in itertools.groupby(same, _KIND))
         for (kind, relation), rows in runs:
             if kind == "event":  # distinct already: events are sets within a step
                 if len(rows) == 1:

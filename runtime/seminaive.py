@@ -259,6 +259,14 @@ class _Rule:
         return [(*key[:position], empty, *key[position:]) for key in keys if key not in found]
 
 
+def _group_of(row: Row, position: int) -> Any:
+    """A recursive min/max's group of a row: every column but ``position``; the bare value
+    where that is one column (as an index key is), else a tuple."""
+    if len(row) == 2:
+        return row[1 - position]
+    return row[:position] + row[position + 1:]
+
+
 def _restore_groups(args: tuple[dict, dict]) -> None:
     groups, before = args
     for key, row in before.items():
@@ -735,7 +743,7 @@ class Fixpoint:
                 head = rule.head
                 position = rule.aggregation.position
                 store.on_rollback(_restore_best, (self.best, head, self.best[head]))
-                self.best[head] = {row[:position] + row[position + 1:]: row
+                self.best[head] = {_group_of(row, position): row
                                    for row in store.rows(head) - store.asserted(head)}
         return True
 
@@ -810,7 +818,7 @@ class Fixpoint:
             position = rule.aggregation.position  # type: ignore[union-attr]
             floor = self._floor.setdefault(rule.head, {})
             for row in store.asserted(rule.head):
-                key = row[:position] + row[position + 1:]
+                key = _group_of(row, position)
                 if key not in floor or _better(rule, row[position], floor[key]):
                     floor[key] = row[position]
         self._replaced = defaultdict(set)
@@ -880,7 +888,7 @@ class Fixpoint:
                     position = rule.aggregation.position  # type: ignore[union-attr]
                     strict = rule.plan.stratum in self.strict
                     keys = {key for row in rows
-                            if (held := best.get(key := row[:position] + row[position + 1:]))
+                            if (held := best.get(key := _group_of(row, position)))
                             is not None and (held == row or not strict)}
                     store.on_rollback(_restore_groups, (best, {key: best[key] for key in keys}))
                     rows = {best.pop(key) for key in keys} - store.asserted(head)
@@ -895,7 +903,10 @@ class Fixpoint:
         found = {}
         for rule in aggregates:
             if groups.get(rule.head):
-                found[rule] = rule.evaluate_groups(groups[rule.head], store).values()
+                keys = groups[rule.head]
+                if self.arity[rule.head] == 2:  # (bare values: see _group_of)
+                    keys = {(key,) for key in keys}
+                found[rule] = rule.evaluate_groups(keys, store).values()
         for rule in views:
             candidates = gone.get(rule.head)
             if candidates and rule.rederive is not None:
@@ -913,40 +924,43 @@ class Fixpoint:
         is."""
         head = rule.head
         position = rule.aggregation.position  # type: ignore[union-attr]
-        last = position == self.arity[head] - 1
         best = self.best[head]
         current = best.get
-        found: dict[tuple, Row] = {}  # group -> its best candidate
-        improved: dict[tuple, Row] = {}  # group -> that candidate, where it is better
-        before: dict[tuple, Row | None] = {}  # group -> its row until then (None: none)
+        improved: dict[Any, Row] = {}  # group -> its new row
+        before: dict[Any, Row | None] = {}  # group -> its row until then (None: none)
+        store = self.store
+        store.on_rollback(_restore_groups, (best, before))
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
-        get = found.get
-        try:
-            if last:
+        try:  # (one pass: a group's later candidates compare with its earlier ones)
+            if self.arity[head] == 2:  # the group one column: its bare value
+                column = 1 - position
                 for row in rows:
-                    key = row[:position]
-                    held = get(key)
+                    key = row[column]
+                    held = current(key)
                     if held is None or (row[position] < held[position] if minimum
                                         else row[position] > held[position]):
-                        found[key] = row
+                        if key not in before:
+                            before[key] = held
+                        best[key] = improved[key] = row
             else:
                 for row in rows:
                     key = row[:position] + row[position + 1:]
-                    held = get(key)
+                    held = current(key)
                     if held is None or (row[position] < held[position] if minimum
                                         else row[position] > held[position]):
-                        found[key] = row
+                        if key not in before:
+                            before[key] = held
+                        best[key] = improved[key] = row
             floor = self._floor.get(head)
-            if floor:  # (the smaller of the two is iterated)
-                for key in floor.keys() & found.keys():
-                    if not _better(rule, found[key][position], floor[key]):
-                        del found[key]
-            for key, row in found.items():
-                held = current(key)
-                if held is None or (row[position] < held[position] if minimum
-                                    else row[position] > held[position]):
-                    improved[key] = row
-                    before[key] = held
+            if floor:  # no better than the group's asserted rows: as it was (the smaller
+                for key in floor.keys() & improved.keys():  # of the two is iterated)
+                    if not _better(rule, improved[key][position], floor[key]):
+                        del improved[key]
+                        held = before.pop(key)
+                        if held is None:
+                            del best[key]
+                        else:
+                            best[key] = held
         except TypeError as error:
             raise EvaluationError("E301", rule.plan, comparison_error(str(error))
                                   or str(error)) from None
@@ -958,8 +972,6 @@ class Fixpoint:
                     raise EvaluationError(
                         "E301", rule.plan, f"a recursive {rule.aggregation.function} that "  # type: ignore[union-attr]
                         f"adds takes numbers, not {type_name(row[position])} values")
-        store = self.store
-        store.on_rollback(_restore_groups, (best, before))
         replaced = {row for row in before.values() if row is not None}
         if replaced:
             if pending is None:
@@ -975,7 +987,6 @@ class Fixpoint:
                     replaced -= {waiting[key] for key in improved if key in waiting}
                 if replaced:
                     self._replaced[head] |= replaced
-        best.update(improved)
         waiting.update(improved)
         self.firings[rule.index] += len(improved)
         if pending is not None:
