@@ -52,15 +52,25 @@ class Var:
     name: str
 
 
+def _identical(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(map(_identical, a, b))
+    if isinstance(a, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Const:
-    """A value; equality also compares its Python type (``true`` != ``1``, ``1`` != ``1.0``)."""
+    """A value; equality also compares its Python type (``true`` != ``1``, ``1`` != ``1.0``),
+    the types within a list, and the sign of a zero (``0.0`` != ``-0.0``: they print apart)."""
 
     value: Any
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Const) and type(self.value) is type(other.value)
-                and self.value == other.value)
+        return isinstance(other, Const) and _identical(self.value, other.value)
 
     def __hash__(self) -> int:
         return hash((type(self.value), self.value))

@@ -26,7 +26,8 @@ import threading
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Mapping
-from functools import lru_cache, partial
+from dataclasses import dataclass, fields, is_dataclass
+from functools import partial
 from operator import itemgetter
 from types import CodeType
 from typing import TYPE_CHECKING, Any
@@ -79,24 +80,25 @@ class LocalBackend:
         return cls(LocalStore(relations), functions, user)
 
     def prepare(self, plan: p.Plan) -> Callable[..., Any]:
-        gen = _Codegen(plan, self.store)
-        with recursion_room():
-            source = gen.build()
-        namespace = dict(gen.namespace)
+        written = _written(plan, self.store)
+        namespace = dict(written.namespace)
+        store = self.store
+        namespace.update({name: store.table(relation) for name, relation in written.tables})
         functions = guard_functions(self.functions, self.user)
         namespace.update({f"F_{name}": fn for name, fn in functions.items()})
-        namespace.update({site: namespace[target] for site, (target, _) in gen.sites.items()})
-        namespace["SITES"] = {**{site: node for site, (_, node) in gen.sites.items()},
-                              **gen.filters, "lines": source.splitlines()}
-        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-        filename = f"<overlog plan {digest}>"
+        namespace.update({site: namespace[target] for site, target in written.sites})
+        if written.plan is not plan:  # (equal: its nodes, spans aside, stand where these do)
+            namespace["SITES"] = _Counterparts(namespace["SITES"], written.plan, plan)
+        filename = written.filename
         with _lock:  # finalizers may run on any thread
-            exec(_compiled(source, filename), namespace)
+            exec(written.code, namespace)
             run = namespace["run"]
             # the source stays readable in tracebacks while some plan function uses it
             # (counted first: a finalizer running in between must not drop the entry)
             _users[filename] = _users.get(filename, 0) + 1
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            if filename not in linecache.cache:
+                linecache.cache[filename] = (len(written.source), None,
+                                             written.source.splitlines(True), filename)
         weakref.finalize(run, _release, filename)
         return run
 
@@ -175,7 +177,7 @@ def _release(filename: str) -> None:
 
 
 def _failed(failures: list | None, error: BaseException, seed: tuple, local: dict[str, Any],
-            bindings: dict[int, tuple[tuple[str, str], ...]], sites: dict[str | int, Any],
+            bindings: dict[int, tuple[tuple[str, str], ...]], sites: Mapping[str | int, Any],
             ) -> list:
     """``failures`` (made on the first) with this seed's: (seed, cause, binding, the
     expression that failed or None)."""
@@ -191,7 +193,7 @@ _SITE = re.compile(r"_s\d+")
 _CACHE = dis.opmap.get("CACHE", -1)  # (Python 3.11+: inline caches after an instruction)
 
 
-def _failing_site(tb: Any, sites: dict[str | int, Any]) -> Any:
+def _failing_site(tb: Any, sites: Mapping[str | int, Any]) -> Any:
     """The expression whose call raised: the generated code calls each expression that may
     fail through a name of its own (``_Codegen.site``), and the traceback says which call
     of the line was running (its columns, Python 3.11+); else the comparison the line
@@ -208,7 +210,9 @@ def _failing_site(tb: Any, sites: dict[str | int, Any]) -> Any:
         if line is not None and column is not None:
             found = _SITE.match(sites["lines"][line - 1], column)
             if found:
-                return sites[found.group()]
+                node = sites[found.group()]
+                if node.span is not None:  # (else as if it were called by its name)
+                    return node
     return sites.get(tb.tb_lineno)
 
 
@@ -226,11 +230,101 @@ def _distinct(rows: list[Row]) -> int:
     return len(rows)
 
 
-@lru_cache(maxsize=2048)
-def _compiled(source: str, filename: str) -> CodeType:
-    """A plan's code, compiled once per process: engines of one program (the nodes of a
-    simulation, a test's engines) share it. Each gets its own namespace."""
-    return compile(source, filename, "exec")
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A plan written as Python and compiled, for any store whose tables have the arities
+    in ``arities``: the namespace but for the tables (``tables``: global -> relation) and
+    the functions the code calls (``sites``: call name -> the function's global)."""
+
+    plan: p.Plan  # the plan written (an equal one, spans aside, shares it)
+    source: str
+    filename: str
+    code: CodeType
+    namespace: dict[str, Any]
+    tables: tuple[tuple[str, str], ...]
+    sites: tuple[tuple[str, str], ...]
+    arities: tuple[tuple[str, int], ...]
+
+
+# plans written so far, the one used last at the end (at most WRITTEN_KEPT of them)
+_WRITTEN: dict[p.Plan, _Written] = {}
+WRITTEN_KEPT = 2048
+
+
+def _written(plan: p.Plan, store: LocalStore) -> _Written:
+    """``plan`` written for ``store``, once per process for plans alike (engines of one
+    program, the nodes of a simulation, a test's engines, share it): what differs between
+    engines, their tables and functions, is bound by each in a namespace of its own."""
+    with _lock:
+        found = _WRITTEN.pop(plan, None)
+    if found is None or any(store.table(relation).arity != arity
+                            for relation, arity in found.arities):
+        found = _write(plan, store)
+    with _lock:
+        _WRITTEN[plan] = found
+        if len(_WRITTEN) > WRITTEN_KEPT:
+            del _WRITTEN[next(iter(_WRITTEN))]
+    return found
+
+
+class _Counterparts:
+    """The ``SITES`` of a plan written for an equal one (``written``): the nodes it names
+    are ``plan``'s, found (all at once) when a failure first names one. Spans take no part
+    in a plan's equality, and an error reports the span of the engine's own node."""
+
+    __slots__ = ("found", "plan", "sites", "written")
+
+    def __init__(self, sites: dict[str | int, Any], written: p.Plan, plan: p.Plan) -> None:
+        self.sites = sites
+        self.written = written
+        self.plan = plan
+        self.found: dict[int, Any] | None = None  # id of a node of written's -> plan's
+
+    def __getitem__(self, key: str | int) -> Any:
+        node = self.sites[key]
+        if key == "lines":
+            return node
+        if self.found is None:
+            self.found = _counterparts(self.written, self.plan, {
+                id(node) for key, node in self.sites.items() if key != "lines"})
+        return self.found[id(node)]
+
+    def get(self, key: str | int) -> Any:
+        return self[key] if key in self.sites else None
+
+
+def _counterparts(written: Any, plan: Any, nodes: set[int]) -> dict[int, Any]:
+    """For each of ``nodes`` (ids of nodes of ``written``, a plan equal to ``plan``), the
+    node of ``plan`` standing where it stands (a walk of both in step)."""
+    found: dict[int, Any] = {}
+    pairs = [(written, plan)]
+    while pairs:
+        ours, theirs = pairs.pop()
+        if id(ours) in nodes:
+            found.setdefault(id(ours), theirs)
+        if type(ours) is tuple:  # (not a Span: spans may differ, or be None in one)
+            pairs.extend(zip(ours, theirs, strict=True))
+        elif is_dataclass(ours):
+            pairs.extend((getattr(ours, f.name), getattr(theirs, f.name))
+                         for f in fields(ours))
+    return found
+
+
+def _write(plan: p.Plan, store: LocalStore) -> _Written:
+    """``plan`` written as Python for a store of ``store``'s arities, and compiled."""
+    gen = _Codegen(plan, store)
+    with recursion_room():
+        source = gen.build()
+    namespace = {name: value for name, value in gen.namespace.items()
+                 if name not in gen.tables}
+    namespace["SITES"] = {**{site: node for site, (_, node) in gen.sites.items()},
+                          **gen.filters, "lines": source.splitlines()}
+    filename = f"<overlog plan {hashlib.sha1(source.encode()).hexdigest()[:12]}>"
+    return _Written(plan, source, filename, compile(source, filename, "exec"), namespace,
+                    tuple(gen.tables.items()),
+                    tuple((site, target) for site, (target, _) in gen.sites.items()),
+                    tuple((relation, store.table(relation).arity)
+                          for relation in sorted(gen.read)))
 
 
 def _aggregate(rows: list[Row], position: int, function: str) -> list[Row]:
@@ -290,6 +384,8 @@ class _Codegen:
         self.checked = False  # writing the variant that skips excluded (delta) rows
         self.sites: dict[str, tuple[str, p.Expr]] = {}  # call name -> (callee, expression)
         self.filters: dict[int, p.Filter] = {}  # line -> the comparison it tests
+        self.tables: dict[str, str] = {}  # global -> the relation whose table it names
+        self.read: set[str] = set()  # the relations whose tables or arities the code uses
 
     def name(self, prefix: str) -> str:
         self.counter += 1
@@ -318,7 +414,13 @@ class _Codegen:
         """The global naming ``relation``'s table in the function's namespace."""
         name = f"t_{relation}"
         self.namespace[name] = self.store.table(relation)
+        self.tables[name] = relation
+        self.read.add(relation)
         return name
+
+    def arity(self, relation: str) -> int:
+        self.read.add(relation)
+        return self.store.table(relation).arity
 
     def rows(self, relation: str, version: str = "rows") -> str:
         """A local bound to the table's ``rows`` (or ``removed``) set: updated in place."""
@@ -337,9 +439,8 @@ class _Codegen:
 
     def site(self, callee: str, node: p.Expr) -> str:
         """The name through which the code calls ``callee`` for the expression ``node``:
-        one of its own, so that a failure can name the expression (``_failing_site``)."""
-        if node.span is None:
-            return callee
+        one of its own, so that a failure can name the expression (``_failing_site``; one
+        without a span too, so that the code does not depend on spans: see ``_written``)."""
         name = f"_s{len(self.sites)}"
         self.sites[name] = (callee, node)
         return name
@@ -476,7 +577,7 @@ class _Codegen:
         expression of the current seed."""
         match driver:
             case p.Scan():
-                target, names = self.unpack(self.store.table(driver.relation).arity,
+                target, names = self.unpack(self.arity(driver.relation),
                                             driver.binds)
                 checks = driver.checks
             case p.Seed(vars=variables):
@@ -492,7 +593,7 @@ class _Codegen:
         return target
 
     def join(self, op: p.Join) -> None:
-        arity = self.store.table(op.relation).arity
+        arity = self.arity(op.relation)
         prior = op.version is p.Version.PRIOR
         skip = op.version is p.Version.OLD and self.checked
         if op.key == tuple(range(arity)):  # every column bound: a membership test
@@ -527,7 +628,7 @@ class _Codegen:
 
     def antijoin(self, op: p.AntiJoin) -> None:
         rows = self.rows(op.relation)
-        arity = self.store.table(op.relation).arity
+        arity = self.arity(op.relation)
         if op.key == tuple(range(arity)):
             self.emit_line(f"if {self.tuple_expr(op.key_terms)} in {rows}: continue", True)
         elif not op.key:
@@ -599,7 +700,7 @@ class _Codegen:
         if plan.operators or plan.aggregate is not None or not isinstance(driver, p.Scan) \
                 or driver.checks:
             return False
-        arity = self.store.table(driver.relation).arity
+        arity = self.arity(driver.relation)
         return [column for column, _ in driver.binds] == list(range(arity)) and \
             plan.project.terms == tuple(p.Var(name=var) for _, var in driver.binds)
 

@@ -509,15 +509,15 @@ class Fixpoint:
         self.solo = {stratum.index for stratum in plan.strata if stratum.monotone and all(
             sum(t.relation in stratum.relations for t in self.rules[i].triggers) <= 1
             for i in stratum.rules)}
-        # the head of each recursive min/max: group -> its row now (derived rows only)
-        self.best: dict[str, dict[tuple, Row]] = {
+        # the head of each recursive min/max: group (_group_of) -> its row now (derived only)
+        self.best: dict[str, dict[Any, Row]] = {
             r.head: {} for r in self.rules
             if r.aggregation is not None and r.plan.stratum in self.monotone}
         # each such head's value column, and whether greater is better
         self.ordering = {
             r.head: (r.aggregation.position, r.aggregation.function == "max")
             for r in self.rules if r.head in self.best}  # type: ignore[union-attr]
-        self._floor: dict[str, dict[tuple, Any]] = {}  # group -> best asserted value
+        self._floor: dict[str, dict[Any, Any]] = {}  # group -> best asserted value
         # the rows a recursive min/max replaced in this evaluation (once seen by its rules)
         self._replaced: dict[str, set[Row]] = defaultdict(set)
         # a view rule with a remote head: the rows it derives now (see _remote_view), the
@@ -865,7 +865,7 @@ class Fixpoint:
         budget = max(self.RECOMPUTE_MIN, size // 4)
         mark = store.mark()
         gone: dict[str, set[Row]] = defaultdict(set)  # view rows removed
-        groups: dict[str, set[tuple]] = defaultdict(set)  # groups whose rows were removed
+        groups: dict[str, set[Any]] = defaultdict(set)  # groups whose rows were removed
         delta, first = minus, True
         while delta or first:
             found: dict[_Rule, set] = defaultdict(set)
@@ -915,7 +915,7 @@ class Fixpoint:
                                                        capped=False) if row in candidates}
         return found
 
-    def _improve(self, rule: _Rule, rows: Collection[Row], waiting: dict[tuple, Row],
+    def _improve(self, rule: _Rule, rows: Collection[Row], waiting: dict[Any, Row],
                  pending: tuple[set[Row], set[Row]] | None = None) -> None:
         """Each group's candidate ``rows`` of a recursive min/max replace its row where the
         best of them is better (and better than its asserted rows); the new rows wait in
@@ -1328,7 +1328,7 @@ class Fixpoint:
         first = True
         rounds = 0
         # a recursive min/max's heads: group -> its row improved and not yet propagated
-        waiting: dict[str, dict[tuple, Row]] = {}
+        waiting: dict[str, dict[Any, Row]] = {}
         # those of them that go into the store when the loop ends (``solo``): the rows
         # improvements added, and those they replaced
         pending: dict[str, tuple[set[Row], set[Row]]] = {}
@@ -1552,7 +1552,7 @@ class Fixpoint:
         return found
 
 
-def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Row]:
+def _best_first(waiting: dict[Any, Row], ordering: tuple[int, bool]) -> set[Row]:
     """Of the improved rows that have not propagated yet (``waiting``, each group's latest),
     those that propagate in the next round: the better part by value (those at least as good
     as the mean; where the values have no finite mean, strings or infinities say, as the
@@ -1566,7 +1566,7 @@ def _best_first(waiting: dict[tuple, Row], ordering: tuple[int, bool]) -> set[Ro
     position, greater = ordering
     if len(waiting) > 2:
         now: set[Row] = set()
-        later: dict[tuple, Row] = {}
+        later: dict[Any, Row] = {}
         values = map(itemgetter(position), waiting.values())
         try:
             try:  # (the mean: no sort, and measured as good a split on shortest paths)

@@ -14,6 +14,7 @@ from overlog.runtime import builtins
 from overlog.runtime.backend import PlanFailure
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.store import LocalStore
+from overlog.source import Span
 
 V = p.Version
 
@@ -63,6 +64,59 @@ def test_a_plan_is_compiled_once_per_process(backend: LocalBackend) -> None:
     first, second = backend.prepare(plan), other.prepare(plan)
     assert first.__code__ is second.__code__
     assert (first([(1, 2), (2, 3)]), second([(1, 2), (2, 3)])) == ({(2, "x")}, {(1, "w")})
+
+
+def test_a_plan_alike_over_tables_of_other_arities_is_written_for_them() -> None:
+    """`p(X) :- q(X, _).` and `p(X) :- q(X, _, _).` plan alike (they bind column 0 of
+    `q`); each engine's code unpacks rows of its own `q`."""
+    narrow, wide = overlog.Engine("p(X) :- q(X, _)."), overlog.Engine("p(X) :- q(X, _, _).")
+    narrow.insert("q", (1, 2))
+    wide.insert("q", (3, 4, 5))
+    narrow.run()
+    wide.run()
+    assert (narrow.rows("p"), wide.rows("p")) == ([(1,)], [(3,)])
+
+
+def test_engines_sharing_a_plans_code_report_their_own_spans() -> None:
+    """The rule on line 1 of one program and line 3 of another plan alike (spans take no
+    part in a plan's equality): each error names its own program's line and column."""
+    rule = "r[Z] :- calc[X, Y], Z := X / Y.\n"
+    spans = []
+    for text in (rule, "\n\n    " + rule):
+        engine = overlog.Engine(text)
+        engine.generate_event("calc", (1, 0))
+        (error,) = engine.step().errors
+        spans.append((error.code, error.span))
+    assert spans == [("E302", (1, 26, 1, 30)), ("E302", (3, 30, 3, 34))]
+
+
+def test_a_plan_written_without_spans_serves_an_equal_one_with_them(backend: LocalBackend,
+                                                                   ) -> None:
+    """The code does not depend on spans: a failure of the plan with spans names its own
+    expression, though the code was written for the plan without."""
+
+    def plan(span: Span | None) -> p.Plan:
+        return p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                      operators=(), project=p.Project(terms=(p.Call(
+                          function="f_car", args=(p.MakeList(items=()),), span=span),)))
+
+    failed = []
+    for span in (None, Span(3, 5, 3, 12)):
+        with pytest.raises(PlanFailure) as caught:
+            backend.prepare(plan(span))([(1, 2)])
+        failed.append(caught.value.expr and caught.value.expr.span)
+    assert failed == [None, (3, 5, 3, 12)]
+
+
+def test_constants_equal_in_python_but_not_alike_are_each_engines_own() -> None:
+    """0.0 and -0.0 are equal in Python (plans holding them would be too), but print apart."""
+    found = []
+    for value in ("-0.0", "0.0", "[-0.0]", "[0.0]"):
+        engine = overlog.Engine(f"r(Z) :- a(X), Z := f_tostr({value}).")
+        engine.insert("a", (1,))
+        engine.run()
+        found += engine.rows("r")
+    assert found == [("-0.0",), ("0.0",), ("[-0.0]",), ("[0.0]",)]
 
 
 def test_old_joins_skip_the_excluded_delta(backend: LocalBackend) -> None:
@@ -147,7 +201,7 @@ def test_generated_code_shows_in_tracebacks(backend: LocalBackend) -> None:
         backend.prepare(plan)([(1, 2)])
     text = "".join(traceback.format_exception(caught.value.__cause__))
     assert '<overlog plan ' in text
-    assert "_add((F_f_car(()), ))" in text  # the generated line itself
+    assert "_add((_s0(()), ))" in text  # the generated line itself (f_car, by its site)
 
 
 def test_a_user_function_that_raises_is_the_programs_error() -> None:
