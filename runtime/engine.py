@@ -75,6 +75,16 @@ YOUNG_GC = 50_000
 _KIND, _RELATION, _ROW = itemgetter(0), itemgetter(1), itemgetter(2)  # of an input
 
 
+def _inputs(due: list[tuple[str, Row]], expiries: list[tuple[str, str, Row]],
+            taken: list[tuple[str, str, Row]]) -> list[tuple[str, str, Row]]:
+    """A step's inputs, in order: the events due (sets within a step: a repeated event is
+    one input), the soft-state expiries, the inserts and deletes queued."""
+    inputs = [("event", r, row) for r, row in dict.fromkeys(due)]
+    inputs += expiries
+    inputs += taken
+    return inputs
+
+
 def typed_fault(rel: Relation, row: Row) -> str | None:
     """Why ``row`` does not fit ``rel``'s typed key fields (P2's ``keys(2:str)``), or None."""
     for column, kind in rel.types:
@@ -603,19 +613,12 @@ class Engine:
         report = StepReport(self.step_count, self.now)
         if self.profile is not None:
             self.profile.step_started()
-        if self._waiting:
-            self._take_deliveries()
-        # events are sets within a step: a repeated event is one input
-        inputs: list[tuple[str, str, Row]] = [
-            ("event", r, row) for r, row in dict.fromkeys(self.queue.pop_due(self.now))]
-        expiries = [("delete", name, row) for name, soft in self.soft.items()
-                    for row in soft.expired(self.now)]  # first: a refresh below wins
-        inputs += expiries
-        inputs += self.pending
-        self.pending = []
-        given = inputs
         store = self.store
-        store.begin_step()
+        # what the step takes from its queues (put back, should it end unfinished)
+        due: list[tuple[str, Row]] = []
+        expiries: list[tuple[str, str, Row]] = []
+        taken: list[tuple[str, str, Row]] = []
+        began = False
         quarantined: list[tuple[tuple[str, str, Row], StepError]] = []
         failed: list[StepError] = []  # failures no input can be blamed for
         self._dropped = []
@@ -627,9 +630,19 @@ class Engine:
         # allocations, not every 700: each visits the step's large young containers
         # (candidate lists, delta sets, a table's new index) again, until they are old.
         thresholds = gc.get_threshold()
-        gc.set_threshold(thresholds[0] and max(thresholds[0], YOUNG_GC), thresholds[1],
-                         2**31 - 1)
         try:
+            if self._waiting:
+                self._take_deliveries()
+            store.begin_step()
+            began = True
+            self._attempt_mark = (len(self.pending), self.queue.mark(), len(self.listeners))
+            due = self.queue.pop_due(self.now)
+            for name, soft in self.soft.items():  # first: a refresh below wins
+                expiries += [("delete", name, row) for row in soft.expired(self.now)]
+            taken, self.pending = self.pending, []
+            inputs = _inputs(due, expiries, taken)
+            gc.set_threshold(thresholds[0] and max(thresholds[0], YOUNG_GC), thresholds[1],
+                             2**31 - 1)
             while True:
                 try:
                     changes, sends = self._attempt(inputs)
@@ -663,8 +676,9 @@ class Engine:
                     rolled_back = True
                     break
         except BaseException:  # a bug of ours, or an interrupt: as if the step never ran
-            self._rollback(abort=True)
-            self._unstep(given)
+            if began:
+                self._rollback(abort=True)
+            self._unstep(_inputs(due, expiries, taken))
             self._fixpoint.restore_starts(self._dropped)  # type: ignore[union-attr]
             raise
         finally:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 import overlog
+from overlog.runtime.softstate import SoftState
 
 
 def test_a_step_that_fails_with_no_input_is_reported_not_retried_for_ever() -> None:
@@ -223,6 +224,27 @@ def test_an_interrupt_undoes_the_step_and_keeps_its_inputs() -> None:
     assert (eng.step_count, eng.idle) == (0, False)
     eng.run()
     assert (eng.rows("p"), eng.rows("q")) == ([(1,)], [(1,)])
+
+
+def test_an_interrupt_while_a_step_takes_its_inputs_keeps_them(monkeypatch) -> None:
+    """The step has taken its events (and, here, nothing else yet) when the interrupt
+    comes: they are put back, with the inserts still queued."""
+    eng = overlog.Engine("materialize(s, 10, infinity, keys(1)).\n"
+                         "p(X) :- e[X].\nq(X) :- r(X).\ns(X) :- q(X).\n")
+    eng.generate_event("e", (1,))
+    eng.insert("r", (2,))
+
+    def stop(self, now: float) -> list:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SoftState, "expired", stop)
+        with pytest.raises(KeyboardInterrupt):
+            eng.step()
+    assert (eng.step_count, eng.idle) == (0, False)
+    assert [report.firings for report in eng.run()] == [  # (then the event's turnover)
+        {"rule 1": 1, "rule 2": 1, "rule 3": 1}, {}]
+    assert (eng.rows("p"), eng.rows("q"), eng.rows("s")) == ([(1,)], [(2,)], [(2,)])
 
 
 def test_an_interrupt_after_a_rule_without_atoms_is_dropped_undoes_the_drop() -> None:
