@@ -252,10 +252,18 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
+    """``finds``: the plan finds rows that may exist (over-deletion, rederivation) rather
+    than deriving new ones. Its operators may be ordered so that an expression meets
+    bindings a guard of the rule (a negation, a comparison) keeps from it when rows are
+    derived: a binding on which an expression of operators fails (arithmetic, comparisons:
+    the same values fail every time) derived nothing, and is passed over, not an error. A
+    failing function call stays an error (a function may fail where it did not)."""
+
     driver: Driver
     operators: tuple[Operator, ...]
     project: Project
     aggregate: Aggregate | None = None
+    finds: bool = False
 
 
 def plan_relations(plan: Plan) -> set[str]:

@@ -291,10 +291,12 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
 
 def over_deletion(plan: p.Plan) -> p.Plan:
     """DRed's over-approximation of ``plan``: every join reads the prior version (rows
-    removed in the step included), anti-joins are dropped, every row is emitted."""
+    removed in the step included), anti-joins are dropped, every row is emitted; it finds
+    rows (``finds``: a binding failing on an operator is passed over)."""
     ops = tuple(replace(op, version=p.Version.PRIOR) if isinstance(op, p.Join) else op
                 for op in plan.operators if not isinstance(op, p.AntiJoin))
-    return replace(plan, operators=ops, project=replace(plan.project, unless_in=None))
+    return replace(plan, operators=ops, project=replace(plan.project, unless_in=None),
+                   finds=True)
 
 
 def _first_occurrences(terms: tuple[s.Term, ...]) -> tuple[tuple[str, int], ...]:
@@ -412,7 +414,7 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
     if view and agg is None:
         rederive = plan_body(rule.body, None, replace(project, unless_in=None),
                              _first_occurrences(head.args), terms=terms)
-        rederive = replace(rederive, operators=tuple(
+        rederive = replace(rederive, finds=True, operators=tuple(
             replace(op, version=p.Version.OLD)
             if isinstance(op, p.Join) and op.relation in own else op
             for op in rederive.operators))

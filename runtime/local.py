@@ -384,6 +384,7 @@ class _Codegen:
         self.checked = False  # writing the variant that skips excluded (delta) rows
         self.sites: dict[str, tuple[str, p.Expr]] = {}  # call name -> (callee, expression)
         self.filters: dict[int, p.Filter] = {}  # line -> the comparison it tests
+        self.calls = False  # whether the line being written calls a function
         self.tables: dict[str, str] = {}  # global -> the relation whose table it names
         self.read: set[str] = set()  # the relations whose tables or arities the code uses
 
@@ -468,6 +469,7 @@ class _Codegen:
                 text, depth = self.arith("-", ((operand, text),), term), depth + 1
             case p.Call(function=function, args=args):
                 parts = [self._expr(a) for a in args]
+                self.calls = True
                 text = f"{self.site(f'F_{function}', term)}" \
                     f"({', '.join(part for part, _ in parts)})"
                 depth = max((d for _, d in parts), default=0) + 1
@@ -538,9 +540,18 @@ class _Codegen:
         """A line of the loops; ``evaluates`` marks one that evaluates an expression (an
         error raised elsewhere is the engine's, not the program's): the variables bound
         there are what a failure on it reports, with the comparison it tests (``node``) as
-        the expression that failed when no call on the line did."""
-        self.lines.append(("    " * self.depth + text,
-                           (tuple(self.bound), node) if evaluates else None))
+        the expression that failed when no call on the line did. In a plan that finds
+        rows (``finds``), a binding failing on a line that calls no function is passed
+        over: operators give the same result on the same values, so it failed when its
+        rows would have been derived too (a function, a user's above all, need not)."""
+        indent = "    " * self.depth
+        calls, self.calls = self.calls, False
+        if evaluates and self.plan.finds and not calls:
+            self.lines += [(indent + "try:", None), (indent + "    " + text, None),
+                           (indent + "except EXPRESSION_ERRORS:", None),
+                           (indent + "    continue", None)]
+            return
+        self.lines.append((indent + text, (tuple(self.bound), node) if evaluates else None))
 
     def unpack(self, arity: int, binds: p.Columns) -> tuple[str, list[str]]:
         """The target unpacking a row into the bound variables, and each column's name."""

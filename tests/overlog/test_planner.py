@@ -53,7 +53,7 @@ def test_over_deletion_reads_prior_versions_without_anti_joins() -> None:
         driver=trigger.insert.driver,
         operators=(p.Join(relation="a", version=V.PRIOR, key=(1,), key_terms=(var("Y"),),
                           binds=((0, "X"),), checks=()),),
-        project=p.Project(terms=(var("X"),)))
+        project=p.Project(terms=(var("X"),)), finds=True)
 
 
 def test_variants_by_rule_kind() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 import overlog
+from overlog.compile import compile_program
 from overlog.runtime.softstate import SoftState
 
 
@@ -67,12 +68,14 @@ def test_a_first_step_failing_in_what_a_rule_without_atoms_derives_drops_that_ru
     assert [eng.rows(r) for r in ("c", "ok", "a", "x")] == [[(1,)], [(1,)], [], []]
 
 
-def test_a_rule_without_atoms_is_blamed_for_the_fact_its_negation_fails_on() -> None:
-    # (the assignment is evaluated before the negation: q(1) makes p's plan fail)
+def test_a_rule_without_atoms_guarded_by_its_negation_fails_only_without_the_guard() -> None:
+    # (with q(1), `1 / 0` is not evaluated: the plan finding p's rows to delete when q(1)
+    # arrives passes over the binding it fails on, decision 65)
     eng = overlog.Engine("q(1).\np(Y) :- notin q(1), Y := 1 / 0.\n")
-    assert _errors(eng.run()) == [[("E302", "1", (), "1")]]
-    eng.delete("q", (1,))  # p is out of the program: nothing derives it, nothing fails
-    assert (_errors(eng.run()), eng.rows("p"), eng.rows("q")) == ([[]], [], [])
+    assert (_errors(eng.run()), eng.rows("p")) == ([[]], [])
+    eng.delete("q", (1,))  # the guard goes: the rule fires, and fails
+    assert _errors(eng.run()) == [[("E302", "1", (("delete", "q", (1,)),), None)], []]
+    assert (eng.rows("p"), eng.rows("q")) == ([], [(1,)])
 
 
 def test_the_rule_without_atoms_whose_firing_alone_fails_the_step_is_dropped() -> None:
@@ -465,3 +468,93 @@ def test_the_tuple_limit_counts_new_tuples_not_the_rows_plans_read() -> None:
         eng.insert("n", (i,))
     assert [e for r in eng.run() for e in r.errors] == []
     assert eng.rows("cnt") == [(120,)]
+
+
+GUARDED = "r(Z) :- a(X, Y), notin zero(Y), Z := X / Y.\n"
+
+
+def test_a_negation_guards_an_expression_when_its_row_comes_in_the_same_step() -> None:
+    """`notin zero(Y)` keeps `X / Y` from Y = 0 however the rows arrive: with the guard in
+    the program's facts, or in one step with the guarded row; and the guarded row can be
+    deleted. (The plans finding the rows to delete drop the negation: a binding
+    failing there derived nothing.)"""
+    facts = overlog.Engine("zero(0).\na(1, 0). a(4, 2).\n" + GUARDED)
+    together = overlog.Engine(GUARDED)
+    together.insert("a", (4, 2))
+    together.step()
+    together.insert("zero", (0,))
+    together.insert("a", (1, 0))
+    reports = [facts.step(), together.step()]
+    together.delete("a", (1, 0))
+    reports.append(together.step())
+    assert _errors(reports) == [[], [], []]
+    assert [(e.rows("a"), e.rows("zero"), e.rows("r")) for e in (facts, together)] == [
+        ([(1, 0), (4, 2)], [(0,)], [(2,)]), ([(4, 2)], [(0,)], [(2,)])]
+    together.insert("a", (1, 0))
+    together.delete("zero", (0,))  # now nothing guards it: the program's error
+    assert _errors([together.step()]) == [[("E302", "1", (("insert", "a", (1, 0)),), None)]]
+    assert (together.rows("a"), together.rows("zero"), together.rows("r")) == (
+        [(4, 2)], [], [(2,)])
+
+
+def test_a_binding_failing_where_rows_are_found_skips_only_itself() -> None:
+    """When `zero(1)` arrives, the rows to delete are found from `a`'s rows with X = 1:
+    `a(1, 0)` (guarded by `bad(0)`) fails there and is passed over; `a(1, 5)`'s row, read
+    after it, still goes."""
+    eng = overlog.Engine("bad(0).\na(1, 0). a(1, 5).\n"
+                         "r(Z) :- a(X, Y), notin zero(X), notin bad(Y), Z := 10 / Y.\n")
+    assert _errors([eng.step()]) == [[]]
+    assert (eng.rows("a"), eng.rows("r")) == ([(1, 0), (1, 5)], [(2,)])
+    eng.insert("zero", (1,))
+    assert _errors([eng.step()]) == [[]]
+    assert (eng.rows("zero"), eng.rows("r")) == ([(1,)], [])
+
+
+def test_rederiving_a_row_of_another_rule_passes_over_this_rules_failing_binding() -> None:
+    """p(1, "s") goes with e(1, "s"); whether rule 2 derives it too is checked with its
+    own expressions, where `"s" < 100` fails: it does not derive it."""
+    eng = overlog.Engine('p(X, C) :- e(X, C).\np(X, C) :- f(X, D), C := D + 1, C < 100.\n')
+    eng.insert("e", (1, "s"))
+    eng.insert("f", (2, 5))
+    eng.step()
+    eng.delete("e", (1, "s"))
+    assert _errors([eng.step()]) == [[]]
+    assert (eng.rows("e"), eng.rows("p")) == ([], [(2, 6)])
+
+
+def test_an_aggregates_guarded_row_can_be_deleted() -> None:
+    eng = overlog.Engine("zero(0).\ns(Y, sum<Z>) :- a(X, Y), notin zero(Y), Z := X / Y.\n")
+    eng.step()
+    eng.insert("a", (1, 0))
+    eng.insert("a", (4, 2))
+    eng.step()
+    eng.delete("a", (1, 0))
+    assert _errors([eng.step()]) == [[]]
+    assert (eng.rows("a"), eng.rows("s")) == ([(4, 2)], [(2, 2)])
+
+
+def test_a_function_failing_where_rows_are_found_is_still_the_programs_error() -> None:
+    """A function may fail where it did not (a user's): had it derived the row, passing
+    over it would leave the row for good, so its failure stays the program's error."""
+    calls: list[int] = []
+
+    def f_look(x: int) -> int:
+        calls.append(x)
+        if len(calls) > 1:
+            raise ValueError("gone")
+        return 10
+
+    eng = overlog.Engine("r(X, Y) :- a(X), Y := f_look(X).\n", functions={"f_look": f_look})
+    eng.insert("a", (1,))
+    eng.step()
+    eng.delete("a", (1,))
+    assert _errors([eng.step()]) == [[("E301", "1", (("delete", "a", (1,)),), None)]]
+    assert (eng.rows("a"), eng.rows("r")) == ([(1,)], [(1, 10)])
+
+
+def test_over_deletion_and_rederivation_plans_find_rows() -> None:
+    """Over-deletion and rederivation find rows (``finds``); insertion derives them."""
+    (rule,) = compile_program(GUARDED).rules
+    assert [(t.relation, t.insert.finds, t.delete.finds) for t in rule.triggers] == [
+        ("a", False, True), ("zero", False, True)]
+    assert rule.rederive.finds
