@@ -221,11 +221,15 @@ class _Builder:
         while any(ready.values()):
             while ready["pending"]:
                 self.ops.append(self.pending[heapq.heappop(ready["pending"])])
-            while ready["filter"]:
-                c = self.items["filter"].pop(heapq.heappop(ready["filter"]))
-                self.ops.append(p.Filter(op=c.op, span=c.span, left=self.terms.lower(c.left),
-                                         right=self.terms.lower(c.right)))
-            while ready["negation"]:
+            # (a `notin` before a comparison guards it: `notin zero(Y), X / Y > 0`)
+            while ready["filter"] or ready["negation"]:
+                if ready["filter"] and not (ready["negation"]
+                                            and ready["negation"][0] < ready["filter"][0]):
+                    c = self.items["filter"].pop(heapq.heappop(ready["filter"]))
+                    self.ops.append(p.Filter(op=c.op, span=c.span,
+                                             left=self.terms.lower(c.left),
+                                             right=self.terms.lower(c.right)))
+                    continue
                 n = self.items["negation"].pop(heapq.heappop(ready["negation"]))
                 key = [(i, t) for i, t in enumerate(n.atom.args) if not isinstance(t, s.Wildcard)]
                 self.ops.append(p.AntiJoin(relation=n.atom.name, key=tuple(i for i, _ in key),

@@ -56,6 +56,15 @@ def test_over_deletion_reads_prior_versions_without_anti_joins() -> None:
         project=p.Project(terms=(var("X"),)), finds=True)
 
 
+def test_comparisons_and_negations_ready_together_keep_their_body_order() -> None:
+    """A `notin` before a comparison guards it (`notin zero(Y), X / Y > 0`); one after it
+    does not, as written."""
+    guarded = rule("r(X) :- a(X, Y), notin zero(Y), X / Y > 0.").triggers[0].insert
+    unguarded = rule("r(X) :- a(X, Y), X / Y > 0, notin zero(Y).").triggers[0].insert
+    assert [type(op).__name__ for op in guarded.operators] == ["AntiJoin", "Filter"]
+    assert [type(op).__name__ for op in unguarded.operators] == ["Filter", "AntiJoin"]
+
+
 def test_variants_by_rule_kind() -> None:
     source = """
         materialize(k, infinity, infinity, keys(1)).

@@ -497,6 +497,13 @@ def test_a_negation_guards_an_expression_when_its_row_comes_in_the_same_step() -
         [(4, 2)], [], [(2,)])
 
 
+def test_a_negation_guards_a_comparison_written_after_it() -> None:
+    eng = overlog.Engine("zero(0).\na(1, 0). a(4, 2).\n"
+                         "r(X) :- a(X, Y), notin zero(Y), X / Y > 0.\n")
+    assert (_errors([eng.step()]), eng.rows("a"), eng.rows("r")) == (
+        [[]], [(1, 0), (4, 2)], [(4,)])
+
+
 def test_a_binding_failing_where_rows_are_found_skips_only_itself() -> None:
     """When `zero(1)` arrives, the rows to delete are found from `a`'s rows with X = 1:
     `a(1, 0)` (guarded by `bad(0)`) fails there and is passed over; `a(1, 5)`'s row, read
