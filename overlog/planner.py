@@ -215,8 +215,9 @@ class _Builder:
         self.bind(v for _, v in binds)
 
     def place_ready(self) -> None:
-        """Place what became ready: fresh-variable comparisons, filters and anti-joins in
-        body order, then assignments in body order (an assignment may ready more)."""
+        """Place what became ready: fresh-variable comparisons, then filters and anti-joins
+        in body order, then assignments in body order, until one readies more of the
+        others, which go first (so that a `notin` guards what comes after it)."""
         ready = self.ready
         while any(ready.values()):
             while ready["pending"]:
@@ -249,6 +250,8 @@ class _Builder:
                 for other in ready["let"]:
                     heapq.heappush(later if other < index else lets, other)
                 ready["let"] = lets
+                if ready["pending"] or ready["filter"] or ready["negation"]:
+                    break  # what it readied first: a `notin` it readied guards the rest
             for index in later:
                 heapq.heappush(ready["let"], index)
 

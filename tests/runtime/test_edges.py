@@ -497,9 +497,13 @@ def test_a_negation_guards_an_expression_when_its_row_comes_in_the_same_step() -
         [(4, 2)], [], [(2,)])
 
 
-def test_a_negation_guards_a_comparison_written_after_it() -> None:
-    eng = overlog.Engine("zero(0).\na(1, 0). a(4, 2).\n"
-                         "r(X) :- a(X, Y), notin zero(Y), X / Y > 0.\n")
+@pytest.mark.parametrize("rule", [
+    "r(X) :- a(X, Y), notin zero(Y), X / Y > 0.",
+    "r(X) :- a(X, Y), W := Y, notin zero(W), Z := X / W, Z > 0.",  # (W readies the notin)
+    "r(X) :- a(X, Y), W := Y, notin zero(W), X / W > 0.",
+])
+def test_a_negation_guards_what_comes_after_it(rule: str) -> None:
+    eng = overlog.Engine("zero(0).\na(1, 0). a(4, 2).\n" + rule + "\n")
     assert (_errors([eng.step()]), eng.rows("a"), eng.rows("r")) == (
         [[]], [(1, 0), (4, 2)], [(4,)])
 
