@@ -135,7 +135,8 @@ class _Failure(Exception):
 def _first_failing(size: int, fails: Callable[[int], _Failure | None],
                    failure: _Failure) -> tuple[int, _Failure]:
     """The least k whose prefix of k items fails (``fails(k)``: its failure, or None), by
-    bisection, given that all ``size`` items fail, with ``failure``, and no item passes."""
+    bisection, given that all ``size`` items fail, with ``failure``, and the empty prefix
+    passes."""
     lo, hi, found = 0, size, failure
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -631,7 +632,7 @@ class Engine:
         # (candidate lists, delta sets, a table's new index) again, until they are old.
         thresholds = gc.get_threshold()
         try:
-            if self._waiting:
+            if self._waiting:  # (no call in a step of local inputs alone)
                 self._take_deliveries()
             store.begin_step()
             began = True
@@ -828,8 +829,9 @@ class Engine:
     def _start_culprit(self, failure: _Failure, inputs: list,
                        ) -> tuple[RulePlan | None, tuple | None, _Failure]:
         """At the first step, where the rules without positive atoms fail the step with no
-        input, what to blame: (a rule of them, None, its failure) or (None, an input, its
-        failure), else (None, None, ``failure``). The rule is the first, in program order,
+        input, what to blame: (a rule of them, None, the failure to report) or (None, an
+        input or None, the failure to report; None: the inputs fail with none of them firing
+        but no input alone does). The rule is the first, in program order,
         without whose firing the step passes with all its inputs (what it derives may fail
         on a fact that only the others let pass); else, where the inputs pass without any
         of them firing, the first whose firing with those before it fails the step

@@ -234,7 +234,7 @@ def _distinct(rows: list[Row]) -> int:
 class _Written:
     """A plan written as Python and compiled, for any store whose tables have the arities
     in ``arities``: the namespace but for the tables (``tables``: global -> relation) and
-    the functions the code calls (``sites``: call name -> the function's global)."""
+    the functions (``sites``: call name -> the global it calls, a function or a helper)."""
 
     plan: p.Plan  # the plan written (an equal one, spans aside, shares it)
     source: str
@@ -286,7 +286,7 @@ class _Counterparts:
             return node
         if self.found is None:
             self.found = _counterparts(self.written, self.plan, {
-                id(node) for key, node in self.sites.items() if key != "lines"})
+                id(each) for name, each in self.sites.items() if name != "lines"})
         return self.found[id(node)]
 
     def get(self, key: str | int) -> Any:
@@ -315,8 +315,7 @@ def _write(plan: p.Plan, store: LocalStore) -> _Written:
     gen = _Codegen(plan, store)
     with recursion_room():
         source = gen.build()
-    namespace = {name: value for name, value in gen.namespace.items()
-                 if name not in gen.tables}
+    namespace = gen.namespace
     namespace["SITES"] = {**{site: node for site, (_, node) in gen.sites.items()},
                           **gen.filters, "lines": source.splitlines()}
     filename = f"<overlog plan {hashlib.sha1(source.encode()).hexdigest()[:12]}>"
@@ -414,8 +413,7 @@ class _Codegen:
     def table(self, relation: str) -> str:
         """The global naming ``relation``'s table in the function's namespace."""
         name = f"t_{relation}"
-        self.namespace[name] = self.store.table(relation)
-        self.tables[name] = relation
+        self.tables[name] = relation  # (bound by each engine: LocalBackend.prepare)
         self.read.add(relation)
         return name
 

@@ -568,4 +568,4 @@ def test_over_deletion_and_rederivation_plans_find_rows() -> None:
     (rule,) = compile_program(GUARDED).rules
     assert [(t.relation, t.insert.finds, t.delete.finds) for t in rule.triggers] == [
         ("a", False, True), ("zero", False, True)]
-    assert rule.rederive.finds
+    assert rule.rederive.finds is True
