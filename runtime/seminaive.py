@@ -509,6 +509,21 @@ class Fixpoint:
         self.solo = {stratum.index for stratum in plan.strata if stratum.monotone and all(
             sum(t.relation in stratum.relations for t in self.rules[i].triggers) <= 1
             for i in stratum.rules)}
+        # a view of such a stratum whose rows only its min/max rules read -> those rules and
+        # their triggers on it: its new rows are candidates in the round that derives them,
+        # not the next (any order of propagation is exact: _best_first), so that candidates
+        # compete as soon as they are found, as in the recursive min's own rule
+        self.feeds: dict[str, list[tuple[_Rule, _Trigger]]] = {}
+        for stratum in plan.strata:
+            if stratum.index in self.solo:
+                rules = [self.rules[i] for i in stratum.rules]
+                for head in {rule.head for rule in rules if rule.aggregation is None}:
+                    readers = [(rule, trigger) for rule in rules for trigger in rule.triggers
+                               if trigger.relation == head]
+                    if readers and not relations[head].keyed and all(
+                            rule.aggregation is not None and not trigger.negated
+                            for rule, trigger in readers):
+                        self.feeds[head] = readers
         # the head of each recursive min/max: group (_group_of) -> its row now (derived only)
         self.best: dict[str, dict[Any, Row]] = {
             r.head: {} for r in self.rules
@@ -1354,6 +1369,7 @@ class Fixpoint:
                                                                      trigger.relation))
             first = False
             delta = {}
+            fed: dict[str, set[Row]] = {}  # view rows that fed a min/max in the round
             store.tick()  # the round's rows are born after those they come from
             for rule, rows in found.items():
                 head = rule.head
@@ -1367,12 +1383,18 @@ class Fixpoint:
                             delta.setdefault(head, set()).add(row)
                     continue
                 # another rule may have added some of these rows in this round
-                new = rows if rule.novel_only and head not in delta else \
-                    rows - store.rows(head)
+                new = rows if rule.novel_only and head not in delta and head not in fed \
+                    else rows - store.rows(head)
                 self.firings[rule.index] += len(new)
                 if new:
                     store.add_many(head, new)  # the store keeps ``new``: not mutated after
-                    if head in delta:
+                    feeds = self.feeds.get(head)
+                    if feeds is not None and feeds[0][0].head in waiting:
+                        fed[head] = fed[head] | new if head in fed else new
+                        for reader, trigger in feeds:
+                            self._improve(reader, reader.run(trigger.insert, new, delta, head),
+                                          waiting[reader.head], pending.get(reader.head))
+                    elif head in delta:
                         delta[head] = delta[head] | new
                     else:
                         delta[head] = new
@@ -1380,17 +1402,19 @@ class Fixpoint:
             for head, rows in waiting.items():
                 if rows:
                     delta[head] = _best_first(rows, self.ordering[head])
-            if not delta:
+            if not delta and not fed:
                 break
             limits = self.limits
-            grown = self.new_rows + sum(map(len, delta.values()))
+            grown = self.new_rows + sum(map(len, delta.values())) + sum(map(len, fed.values()))
             if (grown <= limits.max_tuples and rounds <= limits.max_rounds
                     and self.deadline is None and self.progress is None
                     and self._moving is None):  # within limits, nothing to tell: at once
                 self.new_rows = grown
                 self.budget.left = limits.max_tuples - grown
             else:
-                self._within_limits(rounds, delta, rules, grown)
+                self._within_limits(rounds, {**fed, **delta}, rules, grown)
+            if not delta:  # (the round's view rows fed the min/max, which they did not improve)
+                break
             if rounds == 1 and not waiting:
                 for rule in rules:
                     if not rule.triggered_by.isdisjoint(delta):

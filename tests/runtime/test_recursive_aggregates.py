@@ -76,6 +76,10 @@ def test_recursive_aggregates_match_reference(recompute_min, templates, initial,
 SSSP = """dist(0, 0).
 dist(Y, min<C>) :- dist(X, C1), edge(X, Y, W), C := C1 + W.
 """
+VIEW_SSSP = """hop(Y, C) :- edge(0, Y, C).
+hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.
+best(Y, min<C>) :- hop(Y, C).
+"""
 
 
 def test_an_inserted_edge_improves_what_it_reaches() -> None:
@@ -106,6 +110,22 @@ def test_the_better_half_of_the_improvements_propagates_first() -> None:
     assert report.firings == {"rule 1": 6}
     assert sorted(engine.rows("dist"), key=str) == [
         ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3), (0, 0)]
+
+
+def test_a_view_feeds_the_min_in_the_round_that_derives_its_rows() -> None:
+    # the same graph through a view: the hop rows a round derives are best's candidates in
+    # that round, so the better half is taken from them as in the recursive form (a round
+    # later, d would propagate at 100 before its 2 came: e found twice, 7 improvements)
+    engine = Engine(VIEW_SSSP)
+    for row in [(0, "a", 1), (0, "b", 2), (0, "c", 3), (0, "d", 100), ("a", "d", 1),
+                ("d", "e", 1)]:
+        engine.insert("edge", row)
+    report, = engine.run()
+    assert report.firings == {"rule 1": 4, "rule 2": 2, "rule 3": 6}
+    assert sorted(engine.rows("best"), key=str) == [
+        ("a", 1), ("b", 2), ("c", 3), ("d", 2), ("e", 3)]
+    assert sorted(engine.rows("hop"), key=str) == [
+        ("a", 1), ("b", 2), ("c", 3), ("d", 100), ("d", 2), ("e", 3)]
 
 
 def test_rows_improved_twice_in_a_step_change_the_table_once() -> None:
@@ -233,6 +253,47 @@ def test_a_negative_cycle_stops_at_the_step_limit_and_rolls_back() -> None:
     assert engine.run()[0].errors == []
     assert sorted(engine.rows("dist")) == [(0, 0), (1, 1), (2, 4)]
     check_indexes(engine.store.tables["dist"])
+
+
+def test_a_negative_cycle_through_a_view_stops_at_the_step_limit() -> None:
+    engine = Engine(VIEW_SSSP, max_rounds=50)
+    engine.insert("edge", (0, 1, 1))
+    engine.run()
+    engine.insert("edge", (1, 0, -2))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message) == (
+        "E307", "step limit: more than 50 rounds in one stratum (rule 1 keeps deriving "
+        "`hop` tuples: 1 in the last round)")
+    assert sorted(engine.rows("hop")) == sorted(engine.rows("best")) == [(1, 1)]
+
+
+def test_rows_of_a_view_feeding_the_min_count_against_the_tuple_limit() -> None:
+    # 10 hop rows and 10 best rows: 20 new tuples, past 15 (the best rows alone are not)
+    engine = Engine(VIEW_SSSP, max_tuples=15)
+    for i in range(1, 11):
+        engine.insert("edge", (0, i, i))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message) == (
+        "E307", "step limit: more than 15 new tuples in one step (rule 3 keeps deriving "
+        "`best` tuples: 3 in the last round)")
+    assert engine.rows("hop") == engine.rows("best") == []
+
+
+@pytest.mark.parametrize(("limit", "errors"), [
+    (26, [("E307", "step limit: more than 26 new tuples in one step (rule 4 keeps deriving "
+                   "`copy` tuples: 12 from one evaluation)")]),
+    (27, [])])
+def test_view_rows_that_improve_nothing_count_against_the_tuple_limit(limit, errors) -> None:
+    # hop: 3 rows from 0, then 9 that improve nothing (the loop's last round); best 3;
+    # copy 12 in the next stratum: 27 new tuples
+    engine = Engine(VIEW_SSSP + "copy(Y, C) :- hop(Y, C).\n", max_tuples=limit)
+    for i in range(1, 4):
+        engine.insert("edge", (0, i, 1))
+        for j in range(1, 4):
+            for w in range(5, 8):
+                engine.insert("edge", (i, j, w))
+    assert [(error.code, error.message) for error in engine.run()[0].errors] == errors
+    assert len(engine.rows("copy")) == (0 if errors else 12)
 
 
 def test_values_that_do_not_compare_fail_the_step() -> None:
