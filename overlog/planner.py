@@ -2,7 +2,9 @@
 
 Join order is greedy: after the driver, the atom with the most bound columns next (index
 lookups over scans), ties in source order; filters, assignments and anti-joins are placed as
-soon as their variables are bound. Each rule gets the variants the fixpoint executes, by kind:
+soon as their variables are bound, and a filter or assignment that may fail (arithmetic, a
+function call, an ordering) only once the positive atoms written before it are joined (they
+guard it: docs/engine.md). Each rule gets the variants the fixpoint executes, by kind:
 
 - a trigger per positive atom (and, for views, per negated atom): semi-naive insertion on its
   new rows, and for views DRed's over-deletion on its removed rows;
@@ -110,13 +112,20 @@ class _Builder:
         self.pending: list[p.Filter] = []  # fresh-variable comparisons, in creation order
         self.items: dict[str, dict[int, object]] = {"pending": {}, "filter": {}, "negation": {},
                                                      "let": {}}
+        # a comparison or assignment that may fail also waits for the positive atoms written
+        # before it (each joined binds a name no program can write, `@i`): they guard it
+        guards: frozenset[str] = frozenset()
         for i, lit in enumerate(body):
-            if isinstance(lit, s.Comparison):
-                self._wait("filter", i, lit, terms.vars(lit))
+            if isinstance(lit, s.Atom):
+                guards = guards | {f"@{i}"}
+            elif isinstance(lit, s.Comparison):
+                self._wait("filter", i, lit,
+                           terms.vars(lit) | guards if _fallible(lit) else terms.vars(lit))
             elif isinstance(lit, s.Negation):
                 self._wait("negation", i, lit, terms.vars(lit))
             elif isinstance(lit, s.Assign):
-                self._wait("let", i, lit, terms.vars(lit.expr))
+                self._wait("let", i, lit, terms.vars(lit.expr) | guards if _fallible(lit)
+                           else terms.vars(lit.expr))
         # positive atoms: how many arguments are bound (the greedy join order's score)
         self.score: dict[int, int] = {}
         self.heap: list[tuple[int, int]] = []  # (-score, body index): best first
@@ -260,6 +269,21 @@ class _Builder:
         return not (self.missing or any(self.ready.values()) or self.score)
 
 
+def _plain(term: s.Term) -> bool:
+    """A term whose value cannot fail to compute: a variable, a constant, a list of such."""
+    return isinstance(term, (s.Var, s.Const)) or (
+        isinstance(term, s.ListExpr) and all(map(_plain, term.items)))
+
+
+def _fallible(literal: s.Comparison | s.Assign) -> bool:
+    """Whether computing an assignment or testing a comparison may fail (arithmetic, a
+    function call, an ordering of values that do not compare): not so for a plain term,
+    nor for two of them compared for (in)equality."""
+    if isinstance(literal, s.Assign):
+        return not _plain(literal.expr)
+    return not (literal.op in ("==", "!=") and _plain(literal.left) and _plain(literal.right))
+
+
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,
               prebound: tuple[tuple[str, int], ...] | None = None,
               semi_naive: bool = True, terms: _Terms | None = None) -> p.Plan:
@@ -277,6 +301,7 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
             before = driver if semi_naive else -1
             atoms = [(i, a) for i, a in atoms if i != driver]
             source = builder.scan(literal)
+            builder.bind((f"@{driver}",))
         else:
             source = builder.scan(literal.atom)  # type: ignore[union-attr]
     elif prebound is not None:
@@ -291,6 +316,7 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
     for _ in atoms:
         best = builder.best()
         builder.join(by_index[best], p.Version.OLD if best < before else p.Version.FULL)
+        builder.bind((f"@{best}",))
         builder.place_ready()
     assert builder.done, "unsafe rule planned"
     return p.Plan(driver=source, operators=tuple(builder.ops), project=project)

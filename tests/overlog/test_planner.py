@@ -65,6 +65,24 @@ def test_comparisons_and_negations_ready_together_keep_their_body_order() -> Non
     assert [type(op).__name__ for op in unguarded.operators] == ["Filter", "AntiJoin"]
 
 
+@pytest.mark.parametrize(("source", "from_a", "from_c"), [
+    # an atom written before an expression that may fail guards it, whatever the driver
+    ("r(Y) :- a(X), c(X), Y := 1 / X.", ["Join", "Let"], ["Join", "Let"]),
+    ("r(X) :- a(X), c(X), X > 3.", ["Join", "Filter"], ["Join", "Filter"]),
+    ("r(Y) :- a(X), c(X), Y := f_size(X).", ["Join", "Let"], ["Join", "Let"]),
+    # one written after it does not, as written
+    ("r(Y) :- a(X), Y := 1 / X, c(X).", ["Let", "Join"], ["Join", "Let"]),
+    # what cannot fail is placed as soon as its variables are bound
+    ("r(Y) :- a(X), c(X), Y := X.", ["Let", "Join"], ["Let", "Join"]),
+    ("r(Y) :- a(X), c(X), Y := [X, 1].", ["Let", "Join"], ["Let", "Join"]),
+    ("r(X) :- a(X), c(X), X != 3.", ["Filter", "Join"], ["Filter", "Join"]),
+])
+def test_an_atom_guards_the_expressions_written_after_it(source, from_a, from_c) -> None:
+    a, c = (trigger.insert for trigger in rule(source).triggers)
+    assert [type(op).__name__ for op in a.operators] == from_a
+    assert [type(op).__name__ for op in c.operators] == from_c
+
+
 def test_variants_by_rule_kind() -> None:
     source = """
         materialize(k, infinity, infinity, keys(1)).

@@ -508,6 +508,28 @@ def test_a_negation_guards_what_comes_after_it(rule: str) -> None:
         [[]], [(1, 0), (4, 2)], [(4,)])
 
 
+def test_an_atom_guards_an_expression_written_after_it() -> None:
+    """`c(X)` comes before `10 / X`: `a(0)` without `c(0)` has no binding, and divides by
+    nothing, whichever of the two arrives first; with `c(0)` the division is the program's
+    error."""
+    rule = "r(Y) :- a(X), c(X), Y := 10 / X.\n"
+    eng = overlog.Engine("a(0). a(2). c(2).\n" + rule)
+    assert (_errors([eng.step()]), eng.rows("r")) == ([[]], [(5,)])
+    eng.insert("c", (0,))
+    assert _errors([eng.step()]) == [[("E302", "1", (("insert", "c", (0,)),), None)]]
+    other = overlog.Engine("c(0). c(2). a(2).\n" + rule)
+    assert (_errors([other.step()]), other.rows("r")) == ([[]], [(5,)])
+    other.insert("a", (0,))
+    assert _errors([other.step()]) == [[("E302", "1", (("insert", "a", (0,)),), None)]]
+
+
+def test_a_rule_without_atoms_feeding_a_guarded_expression_stays() -> None:
+    """`a(0)` fires at the first step; with no `c(0)`, rule 2 divides by nothing (it used
+    to, and rule 1 was dropped for good though nothing was wrong)."""
+    eng = overlog.Engine("a(0) :- notin b(0).\nr(Y) :- a(X), c(X), Y := 1 / X.\n")
+    assert (_errors([eng.step()]), eng.rows("a"), eng.rows("r")) == ([[]], [(0,)], [])
+
+
 def test_a_binding_failing_where_rows_are_found_skips_only_itself() -> None:
     """When `zero(1)` arrives, the rows to delete are found from `a`'s rows with X = 1:
     `a(1, 0)` (guarded by `bad(0)`) fails there and is passed over; `a(1, 5)`'s row, read

@@ -87,7 +87,7 @@ def test_why_not_names_what_the_closest_binding_lacks() -> None:
         "rule 1 (t.olg:2): c(X) :- a(X), notin b(X), X > 1.\n"
         "  notin b: a matching row is there  X=2\n")
     assert "".join(x.format() for x in engine.why_not("d", (1,))) == (
-        "rule 2 (t.olg:3): d(X) :- a(X), X > 5.\n  X > 5 is false  X=1\n")
+        "rule 2 (t.olg:3): d(X) :- a(X), X > 5.\n  X > 5 is false (after a(1))  X=1\n")
     assert engine.why_not("a", (3,))[0].format() == (
         "no rule derives `a`: only facts and inputs put rows there\n")
 
