@@ -2,9 +2,10 @@
 
 Join order is greedy: after the driver, the atom with the most bound columns next (index
 lookups over scans), ties in source order; filters, assignments and anti-joins are placed as
-soon as their variables are bound, and a filter or assignment that may fail (arithmetic, a
-function call, an ordering) only once the positive atoms written before it are joined (they
-guard it: docs/engine.md). Each rule gets the variants the fixpoint executes, by kind:
+soon as their variables are bound, except that one that may fail (arithmetic, a function
+call, an ordering) stays where the body's written order puts it: after what comes before
+it, before the tests and atoms after it (docs/engine.md). Each rule gets the variants the
+fixpoint executes, by kind:
 
 - a trigger per positive atom (and, for views, per negated atom): semi-naive insertion on its
   new rows, and for views DRed's over-deletion on its removed rows;
@@ -74,6 +75,7 @@ class _Terms:
     def __init__(self) -> None:
         self._vars: dict[int, frozenset[str]] = {}
         self._lowered: dict[int, p.Expr] = {}
+        self._orders: dict[int, list[int]] = {}
         self._keep: list[object] = []  # the terms keyed by id stay alive
 
     def vars(self, term: object) -> frozenset[str]:
@@ -88,6 +90,16 @@ class _Terms:
         if found is None:
             found = self._lowered[id(term)] = lower(term)
             self._keep.append(term)
+        return found
+
+    def order(self, body: tuple[s.Literal, ...]) -> list[int]:
+        """The body's literal indexes in the order the body evaluates them as written:
+        left to right, a comparison, `notin` or assignment whose variables are not bound
+        yet as soon as they are (so the reference evaluator: tests/runtime/reference.py)."""
+        found = self._orders.get(id(body))
+        if found is None:
+            found = self._orders[id(body)] = _written_order(body, self)
+            self._keep.append(body)
         return found
 
 
@@ -112,25 +124,42 @@ class _Builder:
         self.pending: list[p.Filter] = []  # fresh-variable comparisons, in creation order
         self.items: dict[str, dict[int, object]] = {"pending": {}, "filter": {}, "negation": {},
                                                      "let": {}}
-        # a comparison or assignment that may fail also waits for the positive atoms written
-        # before it (each joined binds a name no program can write, `@i`): they guard it
-        guards: frozenset[str] = frozenset()
-        for i, lit in enumerate(body):
-            if isinstance(lit, s.Atom):
-                guards = guards | {f"@{i}"}
-            elif isinstance(lit, s.Comparison):
-                self._wait("filter", i, lit,
-                           terms.vars(lit) | guards if _fallible(lit) else terms.vars(lit))
-            elif isinstance(lit, s.Negation):
-                self._wait("negation", i, lit, terms.vars(lit))
-            elif isinstance(lit, s.Assign):
-                self._wait("let", i, lit, terms.vars(lit.expr) | guards if _fallible(lit)
-                           else terms.vars(lit.expr))
         # positive atoms: how many arguments are bound (the greedy join order's score)
         self.score: dict[int, int] = {}
         self.heap: list[tuple[int, int]] = []  # (-score, body index): best first
         self.arg_missing: dict[tuple[int, int], int] = {}
         self.arg_waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        # An expression that may fail is evaluated where the body puts it (_written_order):
+        # after every literal before it there, before every test (comparison, `notin`), atom
+        # and expression that may fail after it. So it stands as a barrier: it waits for the
+        # literals since the barrier before it (a joined atom binds `@i`, a placed literal
+        # `!i`: names no program can write), and what comes after it waits for it; between
+        # barriers, the literals are placed as soon as they can be (joins in greedy order,
+        # tests as early as they are ready, to filter early).
+        self.held: dict[int, str] = {}  # atom -> the barrier it waits for, until placed
+        self.after: dict[str, list[int]] = defaultdict(list)  # barrier -> atoms held
+        barrier: str | None = None
+        since: set[str] = set()  # what the literals since the last barrier bind
+        for i in terms.order(body):
+            lit = body[i]
+            if isinstance(lit, s.Atom):
+                if barrier is not None:
+                    self.held[i] = barrier
+                    self.after[barrier].append(i)
+                since.add(f"@{i}")
+                continue
+            kind, names = ("filter", terms.vars(lit)) if isinstance(lit, s.Comparison) else \
+                ("negation", terms.vars(lit)) if isinstance(lit, s.Negation) else \
+                ("let", terms.vars(lit.expr))  # type: ignore[union-attr]
+            if _fallible(lit):
+                names = names | since | ({barrier} if barrier is not None else set())
+                barrier = f"!{i}"
+                since = set()
+            else:
+                if kind != "let" and barrier is not None:
+                    names = names | {barrier}
+                since.add(f"!{i}")
+            self._wait(kind, i, lit, frozenset(names))
 
     def _wait(self, kind: str, index: int, item: object, names: frozenset[str]) -> None:
         self.items[kind][index] = item
@@ -157,10 +186,12 @@ class _Builder:
                 for name in unbound:
                     self.arg_waiting[name].append((i, j))
             self.score[i] = score
-            heapq.heappush(self.heap, (-score, i))
+            if i not in self.held:
+                heapq.heappush(self.heap, (-score, i))
 
     def best(self) -> int:
-        """The atom with the most bound arguments, the first in the body among equals."""
+        """The atom with the most bound arguments, the first in the body among equals (of
+        those no barrier holds)."""
         while True:
             negative, i = heapq.heappop(self.heap)
             if self.score.get(i) == -negative:
@@ -181,7 +212,12 @@ class _Builder:
                 self.arg_missing[arg] -= 1
                 if not self.arg_missing[arg] and arg[0] in self.score:
                     self.score[arg[0]] += 1
-                    heapq.heappush(self.heap, (-self.score[arg[0]], arg[0]))
+                    if arg[0] not in self.held:
+                        heapq.heappush(self.heap, (-self.score[arg[0]], arg[0]))
+            for i in self.after.pop(name, ()):  # atoms that waited for this barrier
+                del self.held[i]
+                if i in self.score:
+                    heapq.heappush(self.heap, (-self.score[i], i))
 
     def columns(self, atom: s.Atom) -> tuple[list, list, list]:
         """Split an atom's columns into (keys, binds, checks) given what is bound."""
@@ -235,15 +271,19 @@ class _Builder:
             while ready["filter"] or ready["negation"]:
                 if ready["filter"] and not (ready["negation"]
                                             and ready["negation"][0] < ready["filter"][0]):
-                    c = self.items["filter"].pop(heapq.heappop(ready["filter"]))
+                    index = heapq.heappop(ready["filter"])
+                    c = self.items["filter"].pop(index)
                     self.ops.append(p.Filter(op=c.op, span=c.span,
                                              left=self.terms.lower(c.left),
                                              right=self.terms.lower(c.right)))
+                    self.bind((f"!{index}",))
                     continue
-                n = self.items["negation"].pop(heapq.heappop(ready["negation"]))
+                index = heapq.heappop(ready["negation"])
+                n = self.items["negation"].pop(index)
                 key = [(i, t) for i, t in enumerate(n.atom.args) if not isinstance(t, s.Wildcard)]
                 self.ops.append(p.AntiJoin(relation=n.atom.name, key=tuple(i for i, _ in key),
                                            key_terms=tuple(self.terms.lower(t) for _, t in key)))
+                self.bind((f"!{index}",))
             later: list[int] = []  # assignments readied by one placed after them: next pass
             while ready["let"]:
                 index = heapq.heappop(ready["let"])
@@ -251,11 +291,12 @@ class _Builder:
                 if a.var.name in self.bound:  # pre-bound (rederivation): a test
                     self.ops.append(p.Filter(op="==", left=p.Var(name=a.var.name),
                                              right=self.terms.lower(a.expr)))
+                    self.bind((f"!{index}",))
                     continue
                 self.ops.append(p.Let(var=a.var.name, expr=self.terms.lower(a.expr)))
                 lets = ready["let"]
                 ready["let"] = []
-                self.bind((a.var.name,))
+                self.bind((a.var.name, f"!{index}"))
                 for other in ready["let"]:
                     heapq.heappush(later if other < index else lets, other)
                 ready["let"] = lets
@@ -269,19 +310,47 @@ class _Builder:
         return not (self.missing or any(self.ready.values()) or self.score)
 
 
+def _written_order(body: tuple[s.Literal, ...], terms: _Terms) -> list[int]:
+    """See _Terms.order."""
+
+    def ready(lit: s.Literal) -> bool:
+        return isinstance(lit, s.Atom) or (
+            terms.vars(lit.expr if isinstance(lit, s.Assign) else lit) <= bound)
+
+    bound: set[str] = set()
+    left = list(range(len(body)))
+    order: list[int] = []
+    while left:
+        k = next((k for k, i in enumerate(left) if ready(body[i])), None)
+        if k is None:  # (the rule is unsafe: the analysis refuses it first)
+            return order + left
+        i = left.pop(k)
+        lit = body[i]
+        if isinstance(lit, s.Atom):
+            bound.update(t.name for t in lit.args if isinstance(t, s.Var))
+        elif isinstance(lit, s.Assign):
+            bound.add(lit.var.name)
+        order.append(i)
+    return order
+
+
 def _plain(term: s.Term) -> bool:
     """A term whose value cannot fail to compute: a variable, a constant, a list of such."""
     return isinstance(term, (s.Var, s.Const)) or (
         isinstance(term, s.ListExpr) and all(map(_plain, term.items)))
 
 
-def _fallible(literal: s.Comparison | s.Assign) -> bool:
-    """Whether computing an assignment or testing a comparison may fail (arithmetic, a
-    function call, an ordering of values that do not compare): not so for a plain term,
-    nor for two of them compared for (in)equality."""
+def _fallible(literal: s.Literal) -> bool:
+    """Whether computing an assignment, testing a comparison or looking up a `notin` may
+    fail (arithmetic, a function call, an ordering of values that do not compare): not so
+    for a plain term, for two of them compared for (in)equality, nor for a `notin` of
+    them."""
     if isinstance(literal, s.Assign):
         return not _plain(literal.expr)
-    return not (literal.op in ("==", "!=") and _plain(literal.left) and _plain(literal.right))
+    if isinstance(literal, s.Negation):
+        return not all(_plain(t) for t in literal.atom.args if not isinstance(t, s.Wildcard))
+    return not (literal.op in ("==", "!=") and _plain(literal.left)  # type: ignore[union-attr]
+                and _plain(literal.right))  # type: ignore[union-attr]
 
 
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,
@@ -341,30 +410,49 @@ def _first_occurrences(terms: tuple[s.Term, ...]) -> tuple[tuple[str, int], ...]
     return tuple(seen.items())
 
 
-def _zero_probe(rule: s.Rule, group: tuple[int, ...]) -> tuple[p.Plan, ...]:
+def _zero_probe(rule: s.Rule, group: tuple[int, ...], terms: _Terms) -> tuple[p.Plan, ...]:
     """For `count` triggered by events (P2): plans yielding each event binding's group key,
-    so that a binding with no match still yields a row with count 0."""
+    so that a binding with no match still yields a row with count 0. An event binding is
+    what the body has when it first reaches another atom, as written (_Terms.order): the
+    events, the tests and assignments before that atom (a test there filters the events),
+    not its `notin` atoms; and to find its group, the assignments the group needs."""
     events = [lit for lit in rule.body if isinstance(lit, s.Atom) and lit.event]
     if not events:
         return ()
     body: list[s.Literal] = list(events)
     bound = {v.name for a in events for v in s.variables(a)}
-    others = [lit for lit in rule.body if isinstance(lit, (s.Assign, s.Comparison))]
+    later: list[s.Assign] = []  # the assignments past the first other atom
+    reached = False
+    for i in terms.order(rule.body):
+        lit = rule.body[i]
+        if isinstance(lit, s.Atom):
+            reached = reached or not lit.event
+        elif isinstance(lit, (s.Assign, s.Comparison)) and not reached:
+            body.append(lit)
+            if isinstance(lit, s.Assign):
+                bound.add(lit.var.name)
+        elif isinstance(lit, s.Assign):
+            later.append(lit)
+    group_terms = tuple(rule.head.args[i] for i in group)
+    needed = set().union(*map(_vars, group_terms)) - bound
+    for lit in reversed(later):  # (what the group needs, and what they need in turn)
+        if lit.var.name in needed:
+            needed |= _vars(lit.expr)
     changed = True
     while changed:
         changed = False
-        for lit in list(others):
-            if _vars(lit.expr if isinstance(lit, s.Assign) else lit) <= bound:
+        for lit in list(later):
+            if lit.var.name in needed and _vars(lit.expr) <= bound:
                 body.append(lit)
-                others.remove(lit)
-                if isinstance(lit, s.Assign):
-                    bound.add(lit.var.name)
+                later.remove(lit)
+                bound.add(lit.var.name)
                 changed = True
-    group_terms = tuple(rule.head.args[i] for i in group)
     if not set().union(*map(_vars, group_terms)) <= bound:
         return ()
     project = p.Project(terms=tuple(lower(t) for t in group_terms))
-    return tuple(plan_body(tuple(body), i, project, semi_naive=False)
+    # they find keys (``finds``): an event binding whose group fails on an operator gets no
+    # row of 0 (what the body evaluates as written, the plan driven by the event reports)
+    return tuple(replace(plan_body(tuple(body), i, project, semi_naive=False), finds=True)
                  for i, lit in enumerate(body) if isinstance(lit, s.Atom))
 
 
@@ -397,7 +485,7 @@ def _aggregation(rule: s.Rule, position: int, function: str, terms: _Terms,
     else:  # a group column is an expression: evaluate the whole rule
         groups = whole()
     empty = EMPTY_AGGREGATES.get(dialect, EMPTY_AGGREGATES["canonical"])
-    zero = _zero_probe(rule, group) if function in empty else ()
+    zero = _zero_probe(rule, group, terms) if function in empty else ()
     return p.Aggregation(function=function, position=position, group=group,
                          groups=groups, zero=zero, every=every)
 

@@ -509,10 +509,11 @@ class Fixpoint:
         self.solo = {stratum.index for stratum in plan.strata if stratum.monotone and all(
             sum(t.relation in stratum.relations for t in self.rules[i].triggers) <= 1
             for i in stratum.rules)}
-        # a view of such a stratum whose rows only its min/max rules read -> those rules and
-        # their triggers on it: its new rows are candidates in the round that derives them,
-        # not the next (any order of propagation is exact: _best_first), so that candidates
-        # compete as soon as they are found, as in the recursive min's own rule
+        # a view of such a stratum that, of the stratum's rules, only its min/max rules
+        # read -> those rules and their triggers on it: its new rows are candidates in the
+        # round that derives them, not the next (any order of propagation is exact:
+        # _best_first), so that candidates compete as soon as they are found, as in the
+        # recursive min's own rule (views of a recursive min/max have no keys: E228)
         self.feeds: dict[str, list[tuple[_Rule, _Trigger]]] = {}
         for stratum in plan.strata:
             if stratum.index in self.solo:
@@ -520,9 +521,8 @@ class Fixpoint:
                 for head in {rule.head for rule in rules if rule.aggregation is None}:
                     readers = [(rule, trigger) for rule in rules for trigger in rule.triggers
                                if trigger.relation == head]
-                    if readers and not relations[head].keyed and all(
-                            rule.aggregation is not None and not trigger.negated
-                            for rule, trigger in readers):
+                    if readers and all(rule.aggregation is not None and not trigger.negated
+                                       for rule, trigger in readers):
                         self.feeds[head] = readers
         # the head of each recursive min/max: group (_group_of) -> its row now (derived only)
         self.best: dict[str, dict[Any, Row]] = {
@@ -1388,7 +1388,8 @@ class Fixpoint:
                 self.firings[rule.index] += len(new)
                 if new:
                     store.add_many(head, new)  # the store keeps ``new``: not mutated after
-                    feeds = self.feeds.get(head)
+                    feeds = self.feeds.get(head)  # (its readers' heads are in ``waiting``
+                    # when this evaluation runs the stratum's min/max rules, all of them)
                     if feeds is not None and feeds[0][0].head in waiting:
                         fed[head] = fed[head] | new if head in fed else new
                         for reader, trigger in feeds:

@@ -83,6 +83,22 @@ def test_an_atom_guards_the_expressions_written_after_it(source, from_a, from_c)
     assert [type(op).__name__ for op in c.operators] == from_c
 
 
+def test_an_expression_that_may_fail_stays_where_the_body_puts_it() -> None:
+    """What comes after it in the body (a test, an atom) is not placed before it, and it is
+    not placed before what comes before it, whatever atom drives the plan; a test that
+    cannot fail moves freely between two that may."""
+    plans = rule("r(X) :- a(X, Y), c(Z), X != 2, X / Y > 0, Y != 0, d(Y), Y < X.").triggers
+
+    def shown(plan: p.Plan) -> list[str]:
+        return [f"{type(op).__name__} {op.relation}" if isinstance(op, p.Join) else
+                f"{type(op).__name__} {op.op}" for op in plan.operators]
+
+    assert [shown(t.insert) for t in plans] == [
+        ["Filter !=", "Join c", "Filter >", "Filter !=", "Join d", "Filter <"],  # from a
+        ["Join a", "Filter !=", "Filter >", "Filter !=", "Join d", "Filter <"],  # from c
+        ["Join a", "Filter !=", "Join c", "Filter >", "Filter !=", "Filter <"]]  # from d
+
+
 def test_variants_by_rule_kind() -> None:
     source = """
         materialize(k, infinity, infinity, keys(1)).
@@ -151,8 +167,25 @@ def test_count_triggered_by_events_has_a_zero_probe() -> None:
     agg = rule("c[K, count<V>] :- ask[K], item(K, V).").aggregation
     assert agg is not None
     assert agg.zero == (p.Plan(driver=p.Scan(relation="ask", binds=((0, "K"),), checks=()),
-                               operators=(), project=p.Project(terms=(var("K"),))),)
+                               operators=(), project=p.Project(terms=(var("K"),)),
+                               finds=True),)
     assert rule("c[K, max<V>] :- ask[K], item(K, V).").aggregation.zero == ()  # type: ignore
+
+
+@pytest.mark.parametrize(("source", "operators"), [
+    # what the body evaluates on the event before another atom: a test there filters it
+    ("c[X, count<*>] :- ask[X], X > 0, item(X).", ["Filter >"]),
+    # a test after it filters what the event matched, not the event
+    ("c[X, count<*>] :- ask[X], item(X), X > 0.", []),
+    # an assignment after it: only where the group needs it
+    ("c[X, count<*>] :- ask[X], item(X), Y := 10 / X.", []),
+    ("c[K, count<*>] :- ask[X], item(X), K := 10 / X.", ["Let K"]),
+])
+def test_a_zero_probe_evaluates_the_event_as_written(source: str, operators: list) -> None:
+    (plan,) = rule(source).aggregation.zero  # type: ignore[union-attr]
+    assert plan.finds is True
+    assert [f"{type(op).__name__} {op.var if isinstance(op, p.Let) else op.op}"
+            for op in plan.operators] == operators
 
 
 def test_constants_compare_with_their_type() -> None:

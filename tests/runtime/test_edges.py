@@ -523,6 +523,46 @@ def test_an_atom_guards_an_expression_written_after_it() -> None:
     assert _errors([other.step()]) == [[("E302", "1", (("insert", "a", (0,)),), None)]]
 
 
+@pytest.mark.parametrize(("rule", "fails"), [
+    # evaluated where written: after a and c, before the test after it
+    ("r(X) :- a(X, Y), c(Z), X / Y > 0, Y != 0.", True),
+    ("r(X) :- a(X, Y), c(Z), X / Y > 0, notin zero(Y).", True),
+    ("r(W) :- a(X, Y), c(Z), W := X / Y, Y > 0.", True),
+    # guarded by what comes before it
+    ("r(X) :- a(X, Y), c(Z), Y != 0, X / Y > 0.", False),
+    ("r(X) :- a(X, Y), c(Z), notin zero(Y), X / Y > 0.", False),
+    ("r(W) :- a(X, Y), c(Z), Y > 0, W := X / Y.", False),
+])
+def test_whether_an_expression_fails_does_not_depend_on_what_arrived_first(
+        rule: str, fails: bool) -> None:
+    """The same rows in one step, or a(1, 0) then c(7), or c(7) then a(1, 0): the
+    division is evaluated on the same bindings, whatever plan meets them."""
+    outcomes = []
+    for order in (["a", "c"], ["c", "a"], ["ac"]):
+        eng = overlog.Engine("zero(0).\na(4, 2).\n" + rule + "\n")
+        eng.step()
+        for part in order:
+            if "a" in part:
+                eng.insert("a", (1, 0))
+            if "c" in part:
+                eng.insert("c", (7,))
+            outcomes.append(any(r.errors for r in eng.run()))
+    assert outcomes == [False, fails, False, fails, fails]
+
+
+@pytest.mark.parametrize(("rule", "rows"), [
+    # e(0) matches nothing: a count of 0, its division never evaluated
+    ("r(X, count<*>) :- e[X], a(X), Y := 10 / X.", [(0, 0), (2, 1)]),
+    # its group cannot be computed: no row for it, and no error
+    ("r(K, count<*>) :- e[X], a(X), K := 10 / X.", [(5, 1)]),
+])
+def test_an_event_matching_nothing_evaluates_only_what_it_reached(rule, rows) -> None:
+    eng = overlog.Engine("a(2).\n" + rule + "\n")
+    eng.generate_event("e", (0,))
+    eng.generate_event("e", (2,))
+    assert (_errors(eng.run()), eng.rows("r")) == ([[], []], rows)  # (the facts, the events)
+
+
 def test_a_rule_without_atoms_feeding_a_guarded_expression_stays() -> None:
     """`a(0)` fires at the first step; with no `c(0)`, rule 2 divides by nothing (it used
     to, and rule 1 was dropped for good though nothing was wrong)."""
