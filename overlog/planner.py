@@ -137,6 +137,8 @@ class _Builder:
         # barriers, the literals are placed as soon as they can be (joins in greedy order,
         # tests as early as they are ready, to filter early).
         self.held: dict[int, str] = {}  # atom -> the barrier it waits for, until placed
+        self.extra: dict[int, frozenset[str]] = {}  # a test or assignment -> what it waits
+        # for besides its variables
         self.after: dict[str, list[int]] = defaultdict(list)  # barrier -> atoms held
         barrier: str | None = None
         since: set[str] = set()  # what the literals since the last barrier bind
@@ -152,14 +154,14 @@ class _Builder:
                 ("negation", terms.vars(lit)) if isinstance(lit, s.Negation) else \
                 ("let", terms.vars(lit.expr))  # type: ignore[union-attr]
             if _fallible(lit):
-                names = names | since | ({barrier} if barrier is not None else set())
+                extra = since | ({barrier} if barrier is not None else set())
                 barrier = f"!{i}"
                 since = set()
             else:
-                if kind != "let" and barrier is not None:
-                    names = names | {barrier}
+                extra = {barrier} if kind != "let" and barrier is not None else set()
                 since.add(f"!{i}")
-            self._wait(kind, i, lit, frozenset(names))
+            self.extra[i] = frozenset(extra)
+            self._wait(kind, i, lit, names | self.extra[i])
 
     def _wait(self, kind: str, index: int, item: object, names: frozenset[str]) -> None:
         self.items[kind][index] = item
@@ -219,8 +221,10 @@ class _Builder:
                 if i in self.score:
                     heapq.heappush(self.heap, (-self.score[i], i))
 
-    def columns(self, atom: s.Atom) -> tuple[list, list, list]:
-        """Split an atom's columns into (keys, binds, checks) given what is bound."""
+    def columns(self, atom: s.Atom, extra: frozenset[str] = frozenset(),
+                ) -> tuple[list, list, list]:
+        """Split an atom's columns into (keys, binds, checks) given what is bound; a check
+        of a column whose term needs a variable bound later also waits for ``extra``."""
         keys: list[tuple[int, p.Expr]] = []
         binds: list[tuple[int, str]] = []
         checks: list[tuple[int, p.Expr]] = []
@@ -244,11 +248,12 @@ class _Builder:
                 binds.append((c, name))
                 check = p.Filter(op="==", left=p.Var(name=name), right=self.terms.lower(term))
                 self.pending.append(check)
-                self._wait("pending", len(self.pending) - 1, check, names | {name})
+                self._wait("pending", len(self.pending) - 1, check, names | {name} | extra)
         return keys, binds, checks
 
-    def scan(self, atom: s.Atom) -> p.Scan:
-        keys, binds, checks = self.columns(atom)  # a driver row has no key: all are checks
+    def scan(self, atom: s.Atom, extra: frozenset[str] = frozenset()) -> p.Scan:
+        keys, binds, checks = self.columns(atom, extra)  # a driver row has no key: all are
+        # checks
         self.bind(v for _, v in binds)
         return p.Scan(relation=atom.name, binds=tuple(binds), checks=tuple(keys + checks))
 
@@ -371,8 +376,8 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
             atoms = [(i, a) for i, a in atoms if i != driver]
             source = builder.scan(literal)
             builder.bind((f"@{driver}",))
-        else:
-            source = builder.scan(literal.atom)  # type: ignore[union-attr]
+        else:  # a `notin`'s: its columns' expressions are tested where the `notin` is
+            source = builder.scan(literal.atom, builder.extra[driver])  # type: ignore[union-attr]
     elif prebound is not None:
         source = p.Seed(vars=tuple(v for v, _ in prebound),
                         columns=tuple(c for _, c in prebound))
@@ -415,38 +420,43 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...], terms: _Terms) -> tuple[p.
     so that a binding with no match still yields a row with count 0. An event binding is
     what the body has when it first reaches another atom, as written (_Terms.order): the
     events, the tests and assignments before that atom (a test there filters the events),
-    not its `notin` atoms; and to find its group, the assignments the group needs."""
+    not its `notin` atoms. Where its group needs assignments written later, the body is
+    followed on, as written, until the group is known: those assignments, and the tests
+    before them that the event's variables decide."""
     events = [lit for lit in rule.body if isinstance(lit, s.Atom) and lit.event]
     if not events:
         return ()
     body: list[s.Literal] = list(events)
     bound = {v.name for a in events for v in s.variables(a)}
-    later: list[s.Assign] = []  # the assignments past the first other atom
+    later: list[s.Literal] = []  # the tests and assignments past the first other atom
     reached = False
     for i in terms.order(rule.body):
         lit = rule.body[i]
         if isinstance(lit, s.Atom):
             reached = reached or not lit.event
-        elif isinstance(lit, (s.Assign, s.Comparison)) and not reached:
+        elif isinstance(lit, (s.Assign, s.Comparison)):
+            if reached:
+                later.append(lit)
+                continue
             body.append(lit)
             if isinstance(lit, s.Assign):
                 bound.add(lit.var.name)
-        elif isinstance(lit, s.Assign):
-            later.append(lit)
     group_terms = tuple(rule.head.args[i] for i in group)
     needed = set().union(*map(_vars, group_terms)) - bound
     for lit in reversed(later):  # (what the group needs, and what they need in turn)
-        if lit.var.name in needed:
+        if isinstance(lit, s.Assign) and lit.var.name in needed:
             needed |= _vars(lit.expr)
-    changed = True
-    while changed:
-        changed = False
-        for lit in list(later):
+    assigned = {lit.var.name for lit in later if isinstance(lit, s.Assign)}
+    for lit in later:
+        if not needed & assigned:
+            break  # (the group is known)
+        if isinstance(lit, s.Assign):
             if lit.var.name in needed and _vars(lit.expr) <= bound:
                 body.append(lit)
-                later.remove(lit)
                 bound.add(lit.var.name)
-                changed = True
+                needed.discard(lit.var.name)
+        elif _vars(lit) <= bound:
+            body.append(lit)
     if not set().union(*map(_vars, group_terms)) <= bound:
         return ()
     project = p.Project(terms=tuple(lower(t) for t in group_terms))

@@ -180,6 +180,9 @@ def test_count_triggered_by_events_has_a_zero_probe() -> None:
     # an assignment after it: only where the group needs it
     ("c[X, count<*>] :- ask[X], item(X), Y := 10 / X.", []),
     ("c[K, count<*>] :- ask[X], item(X), K := 10 / X.", ["Let K"]),
+    # followed on as written until the group is known: the test before it, not after it
+    ("c[K, count<*>] :- ask[X], item(X), X != 5, K := f_size(X), X > 1.", ["Filter !=",
+                                                                           "Let K"]),
 ])
 def test_a_zero_probe_evaluates_the_event_as_written(source: str, operators: list) -> None:
     (plan,) = rule(source).aggregation.zero  # type: ignore[union-attr]

@@ -563,6 +563,24 @@ def test_an_event_matching_nothing_evaluates_only_what_it_reached(rule, rows) ->
     assert (_errors(eng.run()), eng.rows("r")) == ([[], []], rows)  # (the facts, the events)
 
 
+def test_an_event_matching_nothing_finds_its_group_as_written() -> None:
+    """e(0) matches nothing; its group is found following the body: `X != 0` comes before
+    `f_size(X)` (which fails on 0, a function's failure being the program's error)."""
+    eng = overlog.Engine('a("ab").\nr(K, count<*>) :- e[X], a(X), X != 0, K := f_size(X).\n')
+    eng.generate_event("e", (0,))
+    eng.generate_event("e", ("ab",))
+    assert (_errors(eng.run()), eng.rows("r")) == ([[], []], [(2, 1)])
+
+
+def test_a_negations_expression_is_tested_where_the_negation_is() -> None:
+    """When q(2) goes, the plan driven by it meets a(0): `10 / X` in the `notin` comes
+    after `X != 0`, in that plan too."""
+    eng = overlog.Engine("a(0). a(5). q(2).\nr(X) :- a(X), X != 0, notin q(10 / X).\n")
+    assert (_errors([eng.step()]), eng.rows("r")) == ([[]], [])
+    eng.delete("q", (2,))
+    assert (_errors([eng.step()]), eng.rows("r")) == ([[]], [(5,)])
+
+
 def test_a_rule_without_atoms_feeding_a_guarded_expression_stays() -> None:
     """`a(0)` fires at the first step; with no `c(0)`, rule 2 divides by nothing (it used
     to, and rule 1 was dropped for good though nothing was wrong)."""
