@@ -136,32 +136,51 @@ class _Builder:
         # `!i`: names no program can write), and what comes after it waits for it; between
         # barriers, the literals are placed as soon as they can be (joins in greedy order,
         # tests as early as they are ready, to filter early).
-        self.held: dict[int, str] = {}  # atom -> the barrier it waits for, until placed
-        self.extra: dict[int, frozenset[str]] = {}  # a test or assignment -> what it waits
-        # for besides its variables
-        self.after: dict[str, list[int]] = defaultdict(list)  # barrier -> atoms held
-        barrier: str | None = None
+        self.held: dict[int, int] = {}  # atom -> how many names it waits for
+        self.after: dict[str, list[int]] = defaultdict(list)  # name -> atoms waiting for it
+        # a literal -> what it waits for besides its variables (an atom: to be joined; its
+        # columns' checks, where it drives the plan, to be tested)
+        self.extra: dict[int, frozenset[str]] = {}
+        self.barriers: set[int] = set()  # the atoms that are barriers
+        self.driver_checks: set[int] = set()  # a barrier atom driving the plan: its checks
+        self.driver_name = ""  # ... and the name it binds once they are placed
+        barrier: frozenset[str] = frozenset()  # the last barrier's name
         since: set[str] = set()  # what the literals since the last barrier bind
+        known: set[str] = set()  # the variables bound at this point of the written order
         for i in terms.order(body):
             lit = body[i]
             if isinstance(lit, s.Atom):
-                if barrier is not None:
-                    self.held[i] = barrier
-                    self.after[barrier].append(i)
-                since.add(f"@{i}")
+                # an atom whose columns compute what may fail, from variables bound before
+                # it, is a barrier too (`b(10 / X)`)
+                exprs = [t for t in lit.args if not isinstance(t, s.Wildcard) and not _plain(t)]
+                if exprs and all(terms.vars(t) <= known for t in exprs):
+                    self.barriers.add(i)
+                    self.extra[i] = frozenset(since | barrier)
+                    barrier, since = frozenset((f"@{i}",)), set()
+                else:
+                    self.extra[i] = barrier
+                    since.add(f"@{i}")
+                self._hold(i, self.extra[i])
+                known.update(t.name for t in lit.args if isinstance(t, s.Var))
                 continue
             kind, names = ("filter", terms.vars(lit)) if isinstance(lit, s.Comparison) else \
                 ("negation", terms.vars(lit)) if isinstance(lit, s.Negation) else \
                 ("let", terms.vars(lit.expr))  # type: ignore[union-attr]
             if _fallible(lit):
-                extra = since | ({barrier} if barrier is not None else set())
-                barrier = f"!{i}"
-                since = set()
+                self.extra[i] = frozenset(since | barrier)
+                barrier, since = frozenset((f"!{i}",)), set()
             else:
-                extra = {barrier} if kind != "let" and barrier is not None else set()
+                self.extra[i] = barrier if kind != "let" else frozenset()
                 since.add(f"!{i}")
-            self.extra[i] = frozenset(extra)
             self._wait(kind, i, lit, names | self.extra[i])
+            if isinstance(lit, s.Assign):
+                known.add(lit.var.name)
+
+    def _hold(self, atom: int, names: Iterable[str]) -> None:
+        """Keep ``atom`` from being joined until ``names`` are bound."""
+        for name in names:
+            self.held[atom] = self.held.get(atom, 0) + 1
+            self.after[name].append(atom)
 
     def _wait(self, kind: str, index: int, item: object, names: frozenset[str]) -> None:
         self.items[kind][index] = item
@@ -216,10 +235,12 @@ class _Builder:
                     self.score[arg[0]] += 1
                     if arg[0] not in self.held:
                         heapq.heappush(self.heap, (-self.score[arg[0]], arg[0]))
-            for i in self.after.pop(name, ()):  # atoms that waited for this barrier
-                del self.held[i]
-                if i in self.score:
-                    heapq.heappush(self.heap, (-self.score[i], i))
+            for i in self.after.pop(name, ()):  # atoms that waited for it
+                self.held[i] -= 1
+                if not self.held[i]:
+                    del self.held[i]
+                    if i in self.score:
+                        heapq.heappush(self.heap, (-self.score[i], i))
 
     def columns(self, atom: s.Atom, extra: frozenset[str] = frozenset(),
                 ) -> tuple[list, list, list]:
@@ -251,10 +272,18 @@ class _Builder:
                 self._wait("pending", len(self.pending) - 1, check, names | {name} | extra)
         return keys, binds, checks
 
-    def scan(self, atom: s.Atom, extra: frozenset[str] = frozenset()) -> p.Scan:
+    def scan(self, atom: s.Atom, extra: frozenset[str] = frozenset(), name: str = "",
+             ) -> p.Scan:
+        """The driver's scan; its columns' checks that wait for later variables also wait
+        for ``extra``; ``name`` (a barrier atom's) is bound once they are all placed."""
+        first = len(self.pending)
         keys, binds, checks = self.columns(atom, extra)  # a driver row has no key: all are
         # checks
+        self.driver_checks = set(range(first, len(self.pending)))
+        self.driver_name = name
         self.bind(v for _, v in binds)
+        if name and not self.driver_checks:
+            self.bind((name,))
         return p.Scan(relation=atom.name, binds=tuple(binds), checks=tuple(keys + checks))
 
     def join(self, atom: s.Atom, version: p.Version) -> None:
@@ -271,7 +300,12 @@ class _Builder:
         ready = self.ready
         while any(ready.values()):
             while ready["pending"]:
-                self.ops.append(self.pending[heapq.heappop(ready["pending"])])
+                index = heapq.heappop(ready["pending"])
+                self.ops.append(self.pending[index])
+                if index in self.driver_checks:  # (a barrier atom driving the plan)
+                    self.driver_checks.discard(index)
+                    if not self.driver_checks and self.driver_name:
+                        self.bind((self.driver_name,))
             # (a `notin` before a comparison guards it: `notin zero(Y), X / Y > 0`)
             while ready["filter"] or ready["negation"]:
                 if ready["filter"] and not (ready["negation"]
@@ -374,8 +408,11 @@ def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Projec
         if isinstance(literal, s.Atom):
             before = driver if semi_naive else -1
             atoms = [(i, a) for i, a in atoms if i != driver]
-            source = builder.scan(literal)
-            builder.bind((f"@{driver}",))
+            if driver in builder.barriers:  # what comes after it waits for its checks
+                source = builder.scan(literal, builder.extra[driver], f"@{driver}")
+            else:
+                source = builder.scan(literal)
+                builder.bind((f"@{driver}",))
         else:  # a `notin`'s: its columns' expressions are tested where the `notin` is
             source = builder.scan(literal.atom, builder.extra[driver])  # type: ignore[union-attr]
     elif prebound is not None:

@@ -99,6 +99,15 @@ def test_an_expression_that_may_fail_stays_where_the_body_puts_it() -> None:
         ["Join a", "Filter !=", "Join c", "Filter >", "Filter !=", "Filter <"]]  # from d
 
 
+def test_an_atom_computing_a_column_that_may_fail_is_a_barrier_too() -> None:
+    """`b(10 / X)` after `X != 0`: joined after it; driving the plan, its column's check
+    comes after it, and what follows `b` (`X < 3`) after the check."""
+    a, b = (t.insert for t in rule("r(X) :- a(X), X != 0, b(10 / X), X < 3.").triggers)
+    assert [type(op).__name__ for op in a.operators] == ["Filter", "Join", "Filter"]
+    assert [(type(op).__name__, getattr(op, "op", None)) for op in b.operators] == [
+        ("Join", None), ("Filter", "!="), ("Filter", "=="), ("Filter", "<")]
+
+
 def test_variants_by_rule_kind() -> None:
     source = """
         materialize(k, infinity, infinity, keys(1)).

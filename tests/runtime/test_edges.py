@@ -572,6 +572,21 @@ def test_an_event_matching_nothing_finds_its_group_as_written() -> None:
     assert (_errors(eng.run()), eng.rows("r")) == ([[], []], [(2, 1)])
 
 
+def test_an_atoms_column_is_computed_where_the_atom_is() -> None:
+    """`10 / X` in `b`'s column comes after `X != 0`, in the plan `b` drives too: a(0)
+    never divides, whichever of a and b arrives first."""
+    outcomes = []
+    for order in (["a", "b"], ["b", "a"], ["ab"]):
+        eng = overlog.Engine("r(X) :- a(X), X != 0, b(10 / X).\n")
+        for part in order:
+            for relation, row in [("a", (0,)), ("a", (5,)), ("b", (2,))]:
+                if relation in part:
+                    eng.insert(relation, row)
+            outcomes.append(_errors(eng.run()))
+        outcomes.append(eng.rows("r"))
+    assert outcomes == [[[]], [[]], [(5,)]] * 2 + [[[]], [(5,)]]
+
+
 def test_a_negations_expression_is_tested_where_the_negation_is() -> None:
     """When q(2) goes, the plan driven by it meets a(0): `10 / X` in the `notin` comes
     after `X != 0`, in that plan too."""

@@ -1,18 +1,20 @@
 """Whether a step fails on an expression does not depend on the plan that meets it (decision
 66): a rule whose body mixes atoms, a guard and an expression that may fail (a division, an
-ordering of a string and a number, a function), in any order, fails on the same rows as the
-reference evaluator, which reads the body as written, whichever rows arrive in the first
-step and whichever in the second."""
+ordering of a string and a number, a function), in any order, fails on the
+same rows as the reference evaluator, which reads the body as written, whichever rows arrive
+in the first step and whichever in the second."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from overlog import Engine
 from tests.runtime.reference import closure
 
 GUARDS = ["Y != 0", "Y > 0", "notin zero(Y)", "c(Y)"]
+# (not an atom's column, `c(X / Y)`: the reference computes it for each row of `c`, the
+# engine to look the rows up, so the two differ where `c` is empty)
 FAILING = ["X / Y > 0", "W := X / Y", "X < Y", "W := f_size(X)"]
 
 values = st.sampled_from([-1, 0, 1, 2, "s"])
@@ -24,6 +26,9 @@ rows = st.lists(st.tuples(st.sampled_from(["a", "c"]), values, values, st.boolea
 @given(st.permutations(["a(X, Y)", "c(Z)", "GUARD", "FAILING"]), st.sampled_from(GUARDS),
        st.sampled_from(FAILING), rows)
 def test_an_expression_fails_as_the_body_is_written(body, guard, failing, facts) -> None:
+    # (nor a function behind a `notin` whose row arrives with the guarded one: over-deletion
+    # drops the `notin`, and a function's failure there stays an error, decision 65)
+    assume(not (guard.startswith("notin") and "f_size" in failing))
     rule = "r(X) :- " + ", ".join(
         guard if lit == "GUARD" else failing if lit == "FAILING" else lit for lit in body)
     engine = Engine(f"zero(0).\n{rule}.\n")
