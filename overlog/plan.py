@@ -252,18 +252,34 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """``finds``: the plan finds rows that may exist (over-deletion, rederivation) rather
-    than deriving new ones. Its operators may be ordered so that an expression meets
-    bindings a guard of the rule (a negation, a comparison) keeps from it when rows are
-    derived: a binding on which an expression of operators fails (arithmetic, comparisons:
-    the same values fail every time) derived nothing, and is passed over, not an error. A
-    failing function call stays an error (a function may fail where it did not)."""
+    """``finds``: the plan finds rows that may exist (over-deletion, rederivation; the
+    count-0 probes' group keys) rather than deriving new ones. Its operators may be ordered
+    so that an expression meets bindings a guard of the rule (a negation, a comparison)
+    keeps from it when rows are derived: a binding on which an expression of operators
+    fails (arithmetic, comparisons: the same values fail every time) derived nothing, and
+    is passed over, not an error. A failing function call stays an error (a function may
+    fail where it did not)."""
 
     driver: Driver
     operators: tuple[Operator, ...]
     project: Project
     aggregate: Aggregate | None = None
     finds: bool = False
+
+
+def may_fail(expr: Expr, safe: frozenset[str] = frozenset()) -> bool:
+    """Whether evaluating ``expr`` can fail: arithmetic (by zero, on values of the wrong
+    kind), a comparison of values that do not compare, a function on what it does not take
+    (not those named in ``safe``, whose arguments still count); not a variable, a constant,
+    nor a list of such."""
+    match expr:
+        case Arith() | Negate() | Test():
+            return True
+        case Call(function=function, args=args):
+            return function not in safe or any(may_fail(a, safe) for a in args)
+        case MakeList(items=items):
+            return any(may_fail(i, safe) for i in items)
+    return False
 
 
 def plan_relations(plan: Plan) -> set[str]:

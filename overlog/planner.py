@@ -129,9 +129,10 @@ class _Builder:
         self.heap: list[tuple[int, int]] = []  # (-score, body index): best first
         self.arg_missing: dict[tuple[int, int], int] = {}
         self.arg_waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        # An expression that may fail is evaluated where the body puts it (_written_order):
-        # after every literal before it there, before every test (comparison, `notin`), atom
-        # and expression that may fail after it. So it stands as a barrier: it waits for the
+        # An expression that may fail (p.may_fail: in an assignment, a test, a `notin`, an
+        # atom's column) is evaluated where the body puts it (_written_order): after every
+        # literal before it there, before every test (comparison, `notin`), atom and
+        # expression that may fail after it. So its literal is a barrier: it waits for the
         # literals since the barrier before it (a joined atom binds `@i`, a placed literal
         # `!i`: names no program can write), and what comes after it waits for it; between
         # barriers, the literals are placed as soon as they can be (joins in greedy order,
@@ -152,7 +153,8 @@ class _Builder:
             if isinstance(lit, s.Atom):
                 # an atom whose columns compute what may fail, from variables bound before
                 # it, is a barrier too (`b(10 / X)`)
-                exprs = [t for t in lit.args if not isinstance(t, s.Wildcard) and not _plain(t)]
+                exprs = [t for t in lit.args
+                         if not isinstance(t, s.Wildcard) and p.may_fail(terms.lower(t))]
                 if exprs and all(terms.vars(t) <= known for t in exprs):
                     self.barriers.add(i)
                     self.extra[i] = frozenset(since | barrier)
@@ -166,7 +168,7 @@ class _Builder:
             kind, names = ("filter", terms.vars(lit)) if isinstance(lit, s.Comparison) else \
                 ("negation", terms.vars(lit)) if isinstance(lit, s.Negation) else \
                 ("let", terms.vars(lit.expr))  # type: ignore[union-attr]
-            if _fallible(lit):
+            if _fallible(lit, terms):
                 self.extra[i] = frozenset(since | barrier)
                 barrier, since = frozenset((f"!{i}",)), set()
             else:
@@ -373,23 +375,18 @@ def _written_order(body: tuple[s.Literal, ...], terms: _Terms) -> list[int]:
     return order
 
 
-def _plain(term: s.Term) -> bool:
-    """A term whose value cannot fail to compute: a variable, a constant, a list of such."""
-    return isinstance(term, (s.Var, s.Const)) or (
-        isinstance(term, s.ListExpr) and all(map(_plain, term.items)))
-
-
-def _fallible(literal: s.Literal) -> bool:
+def _fallible(literal: s.Literal, terms: _Terms) -> bool:
     """Whether computing an assignment, testing a comparison or looking up a `notin` may
-    fail (arithmetic, a function call, an ordering of values that do not compare): not so
-    for a plain term, for two of them compared for (in)equality, nor for a `notin` of
-    them."""
+    fail (p.may_fail: arithmetic, a function call, an ordering of values that do not
+    compare): not so for plain terms (variables, constants, lists of them), two of them
+    compared for (in)equality, nor a `notin` of them."""
     if isinstance(literal, s.Assign):
-        return not _plain(literal.expr)
+        return p.may_fail(terms.lower(literal.expr))
     if isinstance(literal, s.Negation):
-        return not all(_plain(t) for t in literal.atom.args if not isinstance(t, s.Wildcard))
-    return not (literal.op in ("==", "!=") and _plain(literal.left)  # type: ignore[union-attr]
-                and _plain(literal.right))  # type: ignore[union-attr]
+        return any(p.may_fail(terms.lower(t)) for t in literal.atom.args
+                   if not isinstance(t, s.Wildcard))
+    return literal.op not in ("==", "!=") or any(  # type: ignore[union-attr]
+        p.may_fail(terms.lower(t)) for t in (literal.left, literal.right))  # type: ignore[union-attr]
 
 
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,

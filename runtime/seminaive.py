@@ -1406,7 +1406,9 @@ class Fixpoint:
             if not delta and not fed:
                 break
             limits = self.limits
-            grown = self.new_rows + sum(map(len, delta.values())) + sum(map(len, fed.values()))
+            grown = self.new_rows + sum(map(len, delta.values()))
+            if fed:
+                grown += sum(map(len, fed.values()))
             if (grown <= limits.max_tuples and rounds <= limits.max_rounds
                     and self.deadline is None and self.progress is None
                     and self._moving is None):  # within limits, nothing to tell: at once

@@ -353,18 +353,14 @@ def _makes_list(expr: p.Expr) -> bool:
     return False
 
 
+# functions that fail on no value Spark gives them (their arguments still may)
+_SAFE_CALLS = frozenset({"f_concat", "f_tostr", "f_now"})
+
+
 def _raises(expr: p.Expr) -> bool:
-    """Whether evaluating ``expr`` can fail (arithmetic: on null, by zero, to NaN; a
-    function: on what it does not take)."""
-    match expr:
-        case p.Arith() | p.Negate() | p.Test():
-            return True
-        case p.Call(function=function, args=args):
-            return (function not in ("f_concat", "f_tostr", "f_now")
-                    or any(_raises(a) for a in args))
-        case p.MakeList(items=args):
-            return any(_raises(a) for a in args)
-    return False
+    """Whether evaluating ``expr`` on Spark can fail (arithmetic: on null, by zero, to NaN;
+    a function: on what it does not take)."""
+    return p.may_fail(expr, _SAFE_CALLS)
 
 
 # -- plans as DataFrame operations -------------------------------------------------------------
