@@ -230,15 +230,29 @@ Operator = Union[Join, AntiJoin, Filter, Let]  # noqa: UP007
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Best:
+    """What a recursive min/max keeps of its candidate rows: each group's best, by the value
+    in column ``position`` (``function``: min or max); the group is every other column."""
+
+    function: str  # min | max
+    position: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Project:
     """The output row of each binding; with ``unless_in``, only rows that relation does not
     hold yet (semi-naive insertion into a set-semantics table). The rows are a set, or with
-    ``bag`` may repeat (a recursive min/max's candidates, of which only each group's best
-    is kept: no need to find the duplicates first)."""
+    ``best`` a bag (a recursive min/max's candidates, of which only each group's best is
+    kept: no need to find the duplicates first, and a backend may compare each with its
+    group's row as it is derived)."""
 
     terms: tuple[Expr, ...]
     unless_in: str | None = None
-    bag: bool = False
+    best: Best | None = None
+
+    @property
+    def bag(self) -> bool:
+        return self.best is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -558,7 +558,8 @@ def plan_rule(info: RuleInfo, relations: dict, monotone: bool = False,
     deleting = view or (agg is not None and not info.deferred)
     # a recursive min/max: triggers emit candidate head rows (the fixpoint keeps each
     # group's best), over-deletion the candidates removed rows took away
-    candidates = p.Project(terms=_head_terms(head), bag=True) \
+    candidates = p.Project(terms=_head_terms(head), best=p.Best(function=agg[1],
+                                                                position=agg[0])) \
         if monotone and agg is not None else None
     types = relations[head.name].types if agg is None else ()
     triggers = []

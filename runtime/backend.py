@@ -204,7 +204,14 @@ class Evaluator(Protocol):
         ignored for a ``Unit`` driver); ``old`` joins skip the rows in ``exclude``.
         A set of rows (where the projection is a bag, they may repeat), or for a plan with an
         ``Aggregate``, one row per group. Raises PlanFailure when an expression fails,
-        Overflow when the output passes ``cap`` (distinct rows)."""
+        Overflow when the output passes ``cap`` (distinct rows).
+
+        Where the plan's rows are a recursive min/max's candidates (its projection has
+        ``best``), the evaluator also has ``improve(seed, exclude, cap, best, before,
+        improved)``: each row, as it is derived, replaces its group's row in ``best`` (group
+        -> row) where it is better, and in ``improved``; ``before`` keeps each such group's
+        row from before (None: none). Returns ``improved``, and raises Overflow when it
+        passes ``cap``, TypeError when two values do not compare."""
 
 
 class Backend(Protocol):

@@ -93,6 +93,8 @@ class LocalBackend:
         with _lock:  # finalizers may run on any thread
             exec(written.code, namespace)
             run = namespace["run"]
+            if "improve" in namespace:  # (a recursive min/max's candidates: see build)
+                run.improve = namespace["improve"]
             # the source stays readable in tracebacks while some plan function uses it
             # (counted first: a finalizer running in between must not drop the entry)
             _users[filename] = _users.get(filename, 0) + 1
@@ -381,6 +383,7 @@ class _Codegen:
         self.depth = 0
         self.counter = 0
         self.checked = False  # writing the variant that skips excluded (delta) rows
+        self.improving = False  # writing ``improve``: see ``keep_best``
         self.sites: dict[str, tuple[str, p.Expr]] = {}  # call name -> (callee, expression)
         self.filters: dict[int, p.Filter] = {}  # line -> the comparison it tests
         self.calls = False  # whether the line being written calls a function
@@ -665,6 +668,10 @@ class _Codegen:
                     self.emit_line(f"{self.var(var)} = {self.expr(expr)}", True)
                     self.bound.append(var)
         project = self.plan.project
+        if self.improving:
+            self.keep_best(project)
+            self.close_stage()
+            return self.lines
         head = self.tuple_expr(project.terms)
         if project.unless_in is None:
             self.emit_line(f"_add({head})", True)
@@ -682,7 +689,9 @@ class _Codegen:
         self.emit_line("        raise  # not from an expression: a bug of the engine's")
         self.emit_line(f"    failures = _failed(failures, _e, {self.seed}, locals(), BINDINGS, "
                        "SITES)")
-        if self.plan.project.bag and self.plan.aggregate is None:  # distinct rows count
+        if self.improving:  # the groups improved: distinct already
+            self.emit_line("if len(_improved) > cap: raise Overflow(len(_improved))")
+        elif self.plan.project.bag and self.plan.aggregate is None:  # distinct rows count
             self.emit_line("if len(out) > cap and _distinct(out) > cap: raise Overflow(len(out))")
         else:
             self.emit_line("if len(out) > cap: raise Overflow(len(out))")
@@ -713,23 +722,78 @@ class _Codegen:
         return [column for column, _ in driver.binds] == list(range(arity)) and \
             plan.project.terms == tuple(p.Var(name=var) for _, var in driver.binds)
 
+    def keep_best(self, project: p.Project, built: str | None = None) -> None:
+        """Instead of collecting a recursive min/max's candidate row, compare it with its
+        group's row at once (``improve``): a row better than the group's (or the first of
+        its group) replaces it in ``_best`` and ``_improved``, and ``_before`` keeps the
+        group's row from before the first replacement (None: it had none). A comparison of
+        values of kinds that do not compare raises TypeError from the function, as the
+        fixpoint's own comparison does: it is not an expression of the program's. ``built``:
+        the local holding the row already."""
+        best = project.best
+        assert best is not None
+        position, terms = best.position, project.terms
+        if built is None and all(isinstance(t, (p.Var, p.Const)) for t in terms):  # (no
+            # row built to compare)
+            names = [self.expr(t) for t in terms]
+            value, row = names[position], self.tuple_expr(terms)
+            others = names[:position] + names[position + 1:]
+            key = others[0] if len(others) == 1 else "(" + "".join(f"{n}, " for n in others) + ")"
+        else:
+            if built is None:
+                built = "_h"
+                self.emit_line(f"_h = {self.tuple_expr(terms)}", True)
+            value, row = f"{built}[{position}]", built
+            key = f"{built}[{1 - position}]" if len(terms) == 2 else \
+                f"{built}[:{position}] + {built}[{position + 1}:]"
+        if len(terms) > 2 or not key.isidentifier():
+            self.emit_line(f"_k = {key}")
+            key = "_k"
+        self.emit_line(f"_held = _current({key})")
+        self.emit_line(f"if _held is None or {value} {'<' if best.function == 'min' else '>'} "
+                       f"_held[{position}]:")
+        self.emit_line(f"    if {key} not in _before: _before[{key}] = _held")
+        self.emit_line(f"    _best[{key}] = _improved[{key}] = {row}")
+
+    def variants(self, depth: int) -> list[tuple[str, Any]]:
+        """The loops; two variants where the plan joins the ``old`` version of relations:
+        one skipping the excluded rows, taken only when there are any."""
+        old = sorted({op.relation for op in self.plan.operators
+                      if isinstance(op, p.Join) and op.version is p.Version.OLD})
+        if not old:
+            return self.body(False, depth)
+        test = " or ".join(self.excluded(r) for r in old)
+        return [(f"{'    ' * depth}if {test}:", None), *self.body(True, depth + 1),
+                (f"{'    ' * depth}else:", None), *self.body(False, depth + 1)]
+
     def build(self) -> str:
+        """The source of ``run``; and of ``improve`` where the plan's rows are a recursive
+        min/max's candidates (``improve(seed, exclude, cap, best, before, improved)``:
+        ``run``'s loops comparing each row with its group's in ``best``, as the fixpoint
+        would: see ``keep_best``)."""
+        plan, aggregate = self.plan, self.plan.aggregate
+        improves = plan.project.best is not None and aggregate is None and not plan.finds
+        improve = ["def improve(seed, exclude, cap, _best, _before, _improved):",
+                   "    _current = _best.get"]
         if self.copies():  # no loop: the rows as a set (without those the head holds)
             unless = self.plan.project.unless_in
             rows = f"set(seed).difference({self.rows(unless)})" if unless else "set(seed)"
-            return "\n".join(["def run(seed, exclude=NOTHING, cap=UNCAPPED):",
-                              *self.prologue, f"    out = {rows}",
-                              "    if len(out) > cap: raise Overflow(len(out))",
-                              "    return out", ""])
-        old = sorted({op.relation for op in self.plan.operators
-                      if isinstance(op, p.Join) and op.version is p.Version.OLD})
-        if old:  # two variants: skip the excluded rows only when there are any
-            test = " or ".join(self.excluded(r) for r in old)
-            body = [(f"    if {test}:", None), *self.body(True, 2),
-                    ("    else:", None), *self.body(False, 2)]
-        else:
-            body = self.body(False, 1)
-        aggregate = self.plan.aggregate
+            source = ["def run(seed, exclude=NOTHING, cap=UNCAPPED):",
+                      *self.prologue, f"    out = {rows}",
+                      "    if len(out) > cap: raise Overflow(len(out))",
+                      "    return out"]
+            if improves:
+                self.lines, self.depth, self.improving = [], 2, True
+                self.keep_best(plan.project, "_r")
+                source += [*improve, "    for _r in seed:", *(line for line, _ in self.lines),
+                           "    if len(_improved) > cap: raise Overflow(len(_improved))",
+                           "    return _improved"]
+            return "\n".join([*source, ""])
+        body = self.variants(1)
+        if improves:
+            self.improving = True
+            improving = self.variants(1)
+            self.improving = False
         if aggregate is None and not self.plan.project.bag:
             start, result = ["    out = set()", "    _add = out.add"], "out"
         elif aggregate is None:  # every binding's row, duplicates kept
@@ -737,19 +801,22 @@ class _Codegen:
         else:
             start = ["    out = []", "    _add = out.append"]
             result = f"_aggregate(out, {aggregate.position}, {aggregate.function!r})"
-        head = ["def run(seed, exclude=NOTHING, cap=UNCAPPED):", *start, "    failures = None",
-                *self.prologue]
+        failed = [("    if failures:", None),
+                  ("        raise PlanFailure(failures[0][1], failures[0][2], failures, "
+                   "expr=failures[0][3]) from failures[0][1]", None)]
+        lines = [(line, None) for line in ["def run(seed, exclude=NOTHING, cap=UNCAPPED):",
+                                           *start, "    failures = None", *self.prologue]]
+        lines += [*body, *failed, (f"    return {result}", None)]
+        if improves:
+            lines += [(line, None) for line in [*improve, "    failures = None",
+                                                *self.prologue]]
+            lines += [*improving, *failed, ("    return _improved", None)]
         # by line number in the source: the user variables bound where an expression is
         # evaluated, as (Python local, name) pairs
-        evaluating = [(len(head) + i + 1, reports) for i, (_, reports) in enumerate(body)
+        evaluating = [(i + 1, reports) for i, (_, reports) in enumerate(lines)
                       if reports is not None]
         self.namespace["BINDINGS"] = {
             line: tuple((self.vars[v], v) for v in bound if not v.startswith("#"))
             for line, (bound, _) in evaluating}
         self.filters = {line: node for line, (_, node) in evaluating if node is not None}
-        return "\n".join([
-            *head, *(line for line, _ in body),
-            "    if failures:",
-            "        raise PlanFailure(failures[0][1], failures[0][2], failures, "
-            "expr=failures[0][3]) from failures[0][1]",
-            f"    return {result}", ""])
+        return "\n".join([*(line for line, _ in lines), ""])

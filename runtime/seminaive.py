@@ -106,12 +106,19 @@ class _Lazy:
 
     def __call__(self, seed: Iterable[tuple], exclude: Mapping[str, Set[Row]] = NOTHING,
                  cap: int = UNCAPPED) -> Collection[Row]:
+        return (self.evaluator or self._prepared())(seed, exclude, cap)
+
+    def improve(self, *args: Any) -> dict[Any, Row]:
+        """The evaluator's ``improve`` (a recursive min/max's candidates: see Evaluator)."""
+        return (self.evaluator or self._prepared()).improve(*args)  # type: ignore[attr-defined]
+
+    def _prepared(self) -> Evaluator:
         evaluator = self.evaluator
         if evaluator is None:
             evaluator = self.evaluator = self.prepare(self.plan)
             if self.replace is not None:
                 self.replace(evaluator)
-        return evaluator(seed, exclude, cap)
+        return evaluator
 
 
 @dataclass(slots=True)
@@ -930,13 +937,17 @@ class Fixpoint:
                                                        capped=False) if row in candidates}
         return found
 
-    def _improve(self, rule: _Rule, rows: Collection[Row], waiting: dict[Any, Row],
-                 pending: tuple[set[Row], set[Row]] | None = None) -> None:
+    def _improve(self, rule: _Rule, rows: Collection[Row] | None, waiting: dict[Any, Row],
+                 pending: tuple[set[Row], set[Row]] | None = None,
+                 plan: tuple[Evaluator, Collection[tuple], Mapping, str] | None = None,
+                 ) -> None:
         """Each group's candidate ``rows`` of a recursive min/max replace its row where the
         best of them is better (and better than its asserted rows); the new rows wait in
         ``waiting`` (group -> row) until they propagate. With ``pending`` (the rows added
         and replaced, for the store when the stratum's loop ends), the store is left as it
-        is."""
+        is. With ``plan`` (a trigger's insertion plan, its seed, what it excludes and the
+        seed's relation) instead of ``rows``, the plan compares each candidate as it derives
+        it (``improve``: no list of them, and no row built for those no better)."""
         head = rule.head
         position = rule.aggregation.position  # type: ignore[union-attr]
         best = self.best[head]
@@ -947,7 +958,11 @@ class Fixpoint:
         store.on_rollback(_restore_groups, (best, before))
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
         try:  # (one pass: a group's later candidates compare with its earlier ones)
-            if self.arity[head] == 2:  # the group one column: its bare value
+            if plan is not None:
+                evaluator, seed, exclude, source = plan
+                rule.run(lambda seed, exclude, cap: evaluator.improve(  # type: ignore[attr-defined]
+                    seed, exclude, cap, best, before, improved), seed, exclude, source)
+            elif self.arity[head] == 2:  # the group one column: its bare value
                 column = 1 - position
                 for row in rows:
                     key = row[column]
@@ -1361,12 +1376,21 @@ class Fixpoint:
                 for rule in rules:
                     if first and self.initial and rule.start is not None:
                         _gather(found, rule, rule.run(rule.start, ()))
+                    # (a min/max whose rows go into the store at the loop's end: its
+                    # candidates are compared as they are derived, which no other plan of
+                    # the round can tell; else they wait for the views' rows to go in)
+                    kept = pending.get(rule.head) if rule.aggregation is not None else None
                     for trigger in rule.triggers:
                         seed = (minus.get(trigger.relation) if first else None) \
                             if trigger.negated else delta.get(trigger.relation)
-                        if seed:
+                        if not seed:
+                            continue
+                        if kept is not None:
+                            self._improve(rule, None, waiting[rule.head], kept,
+                                          (trigger.insert, seed, delta, trigger.relation))
+                        else:
                             _gather(found, rule, rule.run(trigger.insert, seed, delta,
-                                                                     trigger.relation))
+                                                          trigger.relation))
             first = False
             delta = {}
             fed: dict[str, set[Row]] = {}  # view rows that fed a min/max in the round
@@ -1393,8 +1417,9 @@ class Fixpoint:
                     if feeds is not None and feeds[0][0].head in waiting:
                         fed[head] = fed[head] | new if head in fed else new
                         for reader, trigger in feeds:
-                            self._improve(reader, reader.run(trigger.insert, new, delta, head),
-                                          waiting[reader.head], pending.get(reader.head))
+                            self._improve(reader, None, waiting[reader.head],
+                                          pending.get(reader.head),
+                                          (trigger.insert, new, delta, head))
                     elif head in delta:
                         delta[head] = delta[head] | new
                     else:

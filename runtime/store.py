@@ -52,19 +52,23 @@ def _key_source(cols: tuple[int, ...]) -> str:
 def _make_indexer(indexes: dict[tuple[int, ...], dict]) -> Callable[[Iterable[Row]], None]:
     """A function adding rows to all of a table's indexes in one pass (a hot loop: the
     bucket lookups are inlined per index). Its globals hold the index dicts as ``ix0``,
-    ``ix1``, ... in the order of ``indexes``: ``_rebind`` points it at others."""
+    ``ix1``, ... in the order of ``indexes``: ``_rebind`` points it at others. Its
+    ``bulk`` does the same for indexes that were empty, testing the buckets' sizes once at
+    the end rather than at each row."""
     if not indexes:
         return _index_nothing
-    namespace: dict[str, Any] = {"_SetBucket": _SetBucket}
+    namespace: dict[str, Any] = {"_SetBucket": _SetBucket, "_grown": _grown}
     for i, idx in enumerate(indexes.values()):
         namespace[f"ix{i}"] = idx
     exec(_indexer_code(tuple(indexes), BIG_BUCKET), namespace)
-    return namespace["add_rows"]
+    add_rows = namespace["add_rows"]
+    add_rows.bulk = namespace["add_bulk"]
+    return add_rows
 
 
 @lru_cache(maxsize=256)
 def _indexer_code(layout: tuple[tuple[int, ...], ...], big: int) -> CodeType:
-    """The compiled definition of an indexer for indexes on ``layout``'s columns, whose
+    """The compiled definitions of an indexer for indexes on ``layout``'s columns, whose
     buckets become sets past ``big`` rows (tables indexed alike, in this engine or
     another, share it)."""
     lines = ["def add_rows(rows):", "    for row in rows:"]
@@ -73,11 +77,25 @@ def _indexer_code(layout: tuple[tuple[int, ...], ...], big: int) -> CodeType:
                   "        b.append(row)",
                   f"        if len(b) > {big} and b.__class__ is list:",
                   f"            ix{i}[{_key_source(cols)}] = _SetBucket(b)"]
+    lines += ["def add_bulk(rows):", "    for row in rows:"]
+    lines += [f"        ix{i}[{_key_source(cols)}].append(row)" for i, cols in enumerate(layout)]
+    lines += [f"    _grown(ix{i}, {big})" for i in range(len(layout))]
     return compile("\n".join(lines), "<indexer>", "exec")
+
+
+def _grown(idx: dict[Any, list[Row]], big: int) -> None:
+    """Make the buckets of ``idx`` past ``big`` rows sets (after a bulk load)."""
+    if idx and max(map(len, idx.values())) > big:
+        for key, bucket in idx.items():
+            if len(bucket) > big and bucket.__class__ is list:
+                idx[key] = _SetBucket(bucket)
 
 
 def _index_nothing(rows: Iterable[Row]) -> None:
     """The indexer of a table without indexes."""
+
+
+_index_nothing.bulk = _index_nothing  # type: ignore[attr-defined]
 
 
 def _rebind(indexer: Callable, indexes: dict[tuple[int, ...], dict]) -> None:
@@ -190,7 +208,7 @@ class Table:
         found = self.indexes.get(cols)
         if found is None:
             found = defaultdict(list)
-            _make_indexer({cols: found})(self.rows)
+            _make_indexer({cols: found}).bulk(self.rows)  # type: ignore[attr-defined]
             self.indexes[cols] = found
             self._index_rows = _make_indexer(self.indexes)
         return found
@@ -253,7 +271,10 @@ class Table:
         """Add rows known to be absent, as set operations (the fixpoint's hot path);
         indexed in ``order`` (the same rows) where given."""
         self.rows |= new
-        self._index_rows(new if order is None else order)
+        if len(self.rows) == len(new):  # (it was empty, and so were its indexes)
+            self._index_rows.bulk(new if order is None else order)  # type: ignore[attr-defined]
+        else:
+            self._index_rows(new if order is None else order)
         if self.gens is not None:
             self.gens.append([self.now, new, False])
         back = self.removed & new if (self.removed and not self.event) else None
@@ -323,7 +344,7 @@ class Table:
         if len(gone) > len(self.rows):
             for idx in self.indexes.values():
                 idx.clear()
-            self._index_rows(self.rows)
+            self._index_rows.bulk(self.rows)  # type: ignore[attr-defined]
         else:
             for cols, idx in self.indexes.items():
                 _unindex_many(idx, cols, gone)

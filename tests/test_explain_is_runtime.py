@@ -36,6 +36,13 @@ def recording(ran: list[p.Plan]) -> Iterator[None]:
         def recorded(*args):
             ran.append(plan)
             return run(*args)
+
+        def improve(*args):  # (a recursive min/max's candidates, compared as derived)
+            ran.append(plan)
+            return run.improve(*args)
+
+        if hasattr(run, "improve"):
+            recorded.improve = improve  # type: ignore[attr-defined]
         return recorded
 
     local.LocalBackend.prepare = recording_prepare  # type: ignore[method-assign]

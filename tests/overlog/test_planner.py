@@ -167,9 +167,10 @@ def test_a_recursive_min_projects_its_candidates_as_a_bag() -> None:
     assert [t.insert.project for t in plan.triggers] == [  # a view: a set
         p.Project(terms=(var("Y"),), unless_in="v")]
     recursive = rule("d(0, 0).\nd(Y, min<C>) :- d(X, C1), e(X, Y, W), C := C1 + W.\n", 0)
+    best = p.Best(function="min", position=1)
     assert [(t.relation, t.insert.project, t.delete.project) for t in recursive.triggers] == [
-        (name, p.Project(terms=(var("Y"), var("C")), bag=True),
-         p.Project(terms=(var("Y"), var("C")), bag=True)) for name in ("d", "e")]
+        (name, p.Project(terms=(var("Y"), var("C")), best=best),
+         p.Project(terms=(var("Y"), var("C")), best=best)) for name in ("d", "e")]
 
 
 def test_count_triggered_by_events_has_a_zero_probe() -> None:

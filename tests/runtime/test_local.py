@@ -11,7 +11,7 @@ import overlog
 from overlog import plan as p
 from overlog.analysis import Relation
 from overlog.runtime import builtins
-from overlog.runtime.backend import PlanFailure
+from overlog.runtime.backend import Overflow, PlanFailure
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.store import LocalStore
 from overlog.source import Span
@@ -162,6 +162,50 @@ def test_aggregate_is_over_the_bag_of_bindings(backend: LocalBackend) -> None:
                   aggregate=p.Aggregate(function="sum", position=1))
     # X=2 has two bindings (Y=3, Y=4) that project to the same row: both count
     assert sorted(backend.prepare(plan)(())) == [(1, 1), (2, 2)]
+
+
+@pytest.mark.parametrize(("function", "terms", "best", "improved", "before"), [
+    # candidates (Z, X): (x, 1), (x, 2), (y, 2); a min grouped on the bare first column
+    ("min", ("Z", "X"), {"x": ("x", 5), "y": ("y", 1)}, {"x": ("x", 1)}, {"x": ("x", 5)}),
+    # candidates (X, Z, Y): (1, x, 3), (2, x, 3), (2, y, 4); a max, the group a tuple
+    ("max", ("X", "Z", "Y"), {(2, "y"): (2, "y", 4)},
+     {(1, "x"): (1, "x", 3), (2, "x"): (2, "x", 3)}, {(1, "x"): None, (2, "x"): None})])
+def test_a_min_or_max_plan_compares_its_candidates_as_it_derives_them(
+        backend: LocalBackend, function, terms, best, improved, before) -> None:
+    """Where a plan's rows are a recursive min/max's candidates, ``improve`` keeps each
+    group's best in ``best`` as the rows are derived, as ``run``'s rows would."""
+    position = terms.index("Y") if function == "max" else 1
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(p.Join(relation="b", version=V.FULL, key=(0,),
+                                    key_terms=(var("Y"),), binds=((1, "Z"),), checks=()),),
+                  project=p.Project(terms=tuple(map(var, terms)),
+                                    best=p.Best(function=function, position=position)))
+    run = backend.prepare(plan)
+    seed = [(1, 3), (2, 3), (2, 4)]
+    assert sorted(run(seed)) == sorted(
+        tuple({"X": x, "Y": y, "Z": z}[t] for t in terms)
+        for x, y, z in [(1, 3, "x"), (2, 3, "x"), (2, 4, "y")])
+    found: dict = {}
+    everything = {**best}
+    assert run.improve(seed, {}, 10, everything, found, {}) == improved
+    assert found == before
+    assert everything == {**best, **improved}
+
+
+def test_a_min_plan_copying_its_seed_compares_it_too(backend: LocalBackend) -> None:
+    plan = p.Plan(driver=p.Scan(relation="a", binds=((0, "X"), (1, "Y")), checks=()),
+                  operators=(), project=p.Project(terms=(var("X"), var("Y")),
+                                                  best=p.Best(function="min", position=1)))
+    run = backend.prepare(plan)
+    best = {1: (1, 0), 2: (2, 9)}
+    before: dict = {}
+    assert run.improve([(1, 2), (2, 4), (2, 3), (3, 7)], {}, 10, best, before, {}) == {
+        2: (2, 3), 3: (3, 7)}
+    assert (best, before) == ({1: (1, 0), 2: (2, 3), 3: (3, 7)}, {2: (2, 9), 3: None})
+    with pytest.raises(TypeError):  # values that do not compare: the fixpoint's to report
+        run.improve([(1, "x")], {}, 10, best, {}, {})
+    with pytest.raises(Overflow):  # more groups improved than the cap
+        run.improve([(5, 1), (6, 1)], {}, 1, best, {}, {})
 
 
 def test_expression_errors_carry_the_binding(backend: LocalBackend) -> None:

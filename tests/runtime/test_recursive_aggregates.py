@@ -35,6 +35,9 @@ TEMPLATES = [
     "far(Y, max<C>) :- edge(2, Y, C).\nreach(Y, C) :- far(Y, C).\n"
     "far(Y, max<C>) :- reach(X, C1), edge(X, Y, W), C := C1 - W - 1.\n"
     "ok(Y) :- reach(Y, C), C > 0.",
+    # a group of two columns, one an expression
+    "par(Y, Y % 2, min<C>) :- edge(3, Y, C).\n"
+    "par(Z, Z % 2, min<C>) :- par(Y, _, C1), edge(Y, Z, W), C := C1 + W.",
     # a view reading the cycle twice (its stale rows are found by evaluating it again)
     "low(Y, min<C>) :- edge(4, Y, C).\nlow(Y, min<C>) :- pair(Y, C).\n"
     "pair(Y, C) :- low(X, C1), low(Y, _), edge(X, Y, W), C := C1 + W.",
@@ -309,6 +312,36 @@ def test_values_that_do_not_compare_fail_the_step() -> None:
     assert str(error).endswith("quarantined input: edge(0, 1, 1)")
     assert engine.rows("dist") == [(0, 0), (1, "far")]
     assert engine.rows("edge") == []
+
+
+def test_values_that_do_not_compare_fail_a_later_step_and_leave_the_groups_as_they_were(
+        ) -> None:
+    # after the first step, the plan compares each candidate as it derives it
+    engine = Engine(SSSP + 'dist(1, "far").')
+    engine.insert("edge", (0, 2, 1))
+    assert engine.run()[0].errors == []
+    engine.insert("edge", (0, 1, 1))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message) == ("E301", "cannot compare int with string")
+    assert str(error).endswith("quarantined input: edge(0, 1, 1)")
+    assert sorted(engine.rows("dist"), key=str) == [(0, 0), (1, "far"), (2, 1)]
+    engine.insert("edge", (2, 3, 1))
+    assert engine.run()[0].errors == []
+    assert sorted(engine.rows("dist"), key=str) == [(0, 0), (1, "far"), (2, 1), (3, 2)]
+
+
+def test_a_failing_guard_of_a_later_step_names_its_binding_and_input() -> None:
+    engine = Engine("dist(0, 0).\n"
+                    "dist(Y, min<C>) :- dist(X, C1), edge(X, Y, W), C := C1 + W, 100 / W > 1.")
+    engine.insert("edge", (0, 1, 2))
+    engine.run()
+    engine.insert("edge", (1, 2, 0))
+    engine.insert("edge", (1, 3, 4))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message, error.expression, error.binding) == (
+        "E302", "division by zero", "100 / W", {"X": 1, "Y": 2, "W": 0, "C1": 2, "C": 2})
+    assert error.quarantined == (("insert", "edge", (1, 2, 0)),)
+    assert sorted(engine.rows("dist")) == [(0, 0), (1, 2), (3, 6)]
 
 
 def test_an_asserted_row_is_a_candidate_and_stays() -> None:

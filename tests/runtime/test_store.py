@@ -111,6 +111,13 @@ def test_a_bucket_past_the_limit_becomes_a_set() -> None:
     table.remove_many({(1, 6), (1, 7)})
     assert sorted(index[1]) == sorted({(1, i) for i in range(-1, store.BIG_BUCKET)}
                                       - {(1, 5), (1, 6), (1, 7)})
+    # rows added at once to an empty table: its buckets are sized at the end
+    table = Table("t", 2, False, (0, 1), journal)
+    index, other = table.index((0,)), table.index((1,))
+    table.add_new({(1, i) for i in range(store.BIG_BUCKET + 1)} | {(2, 0)})
+    assert isinstance(index[1], set) and len(index[1]) == store.BIG_BUCKET + 1
+    assert (index[2], type(other[0])) == ([(2, 0)], list)
+    assert sorted(other[0]) == [(1, 0), (2, 0)]
 
 
 def test_tables_indexed_alike_share_code_and_keep_their_own_rows() -> None:
