@@ -66,6 +66,12 @@ class Overflow(Exception):
         self.rows = rows
 
 
+class Incomparable(Exception):
+    """Two values a recursive min/max compares do not compare (an evaluator's ``improve``):
+    the message is the TypeError's. Not a TypeError, which in generated code would be the
+    engine's own bug."""
+
+
 class FunctionError(Exception):
     """A user function raised: ``cause`` is what it raised. Backends wrap user functions so
     that only their errors, not every exception, count as the program's."""
@@ -211,7 +217,7 @@ class Evaluator(Protocol):
         improved)``: each row, as it is derived, replaces its group's row in ``best`` (group
         -> row) where it is better, and in ``improved``; ``before`` keeps each such group's
         row from before (None: none). Returns ``improved``, and raises Overflow when it
-        passes ``cap``, TypeError when two values do not compare."""
+        passes ``cap``, Incomparable when two values do not compare."""
 
 
 class Backend(Protocol):

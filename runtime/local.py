@@ -5,7 +5,9 @@ A prepared plan is ``run(seed, exclude={}, cap=UNCAPPED) -> rows``: for each see
 row, the values of pre-bound variables, or once for a ``Unit`` driver) it walks the
 operators and collects the projected rows (a set; a list where the plan's projection is a
 bag; a bag, then one row per group, under an ``Aggregate``), raising Overflow between seeds
-once they pass ``cap`` (distinct rows, for a bag). A seed whose
+once they pass ``cap`` (distinct rows, for a bag). A plan whose rows are a recursive
+min/max's candidates also gets ``run.improve``, the same loops comparing each candidate with
+its group's row as it is derived (``_Codegen.keep_best``). A seed whose
 expressions fail is recorded and the batch goes on: the PlanFailure raised at the end
 carries every failing seed. Joins on
 the ``old`` version skip the rows in ``exclude[relation]``; ``prior`` joins also read the
@@ -37,6 +39,7 @@ from overlog.limits import recursion_room
 from overlog.runtime.backend import (
     UNCAPPED,
     FunctionError,
+    Incomparable,
     Overflow,
     PlanFailure,
     guard_functions,
@@ -357,7 +360,8 @@ _HELPERS = {"+": "_plus", "-": "_minus", "*": "_times", "/": "_div", "%": "_mod"
 
 
 class _Codegen:
-    """Writes a plan as the source of one Python function."""
+    """Writes a plan as the source of a Python function, ``run`` (and ``improve``, for a
+    recursive min/max's candidates)."""
 
     def __init__(self, plan: p.Plan, store: LocalStore) -> None:
         self.plan = plan
@@ -371,7 +375,7 @@ class _Codegen:
             "_chain": itertools.chain, "_index_of": _index_of, "_aggregate": _aggregate,
             "_distinct": _distinct,
             "PlanFailure": PlanFailure, "_failed": _failed,
-            "Overflow": Overflow, "UNCAPPED": UNCAPPED,
+            "Overflow": Overflow, "UNCAPPED": UNCAPPED, "Incomparable": Incomparable,
             "EXPRESSION_ERRORS": EXPRESSION_ERRORS,
         }
         self.prologue: list[str] = []  # set-up lines of the locals, before the loops
@@ -726,10 +730,10 @@ class _Codegen:
         """Instead of collecting a recursive min/max's candidate row, compare it with its
         group's row at once (``improve``): a row better than the group's (or the first of
         its group) replaces it in ``_best`` and ``_improved``, and ``_before`` keeps the
-        group's row from before the first replacement (None: it had none). A comparison of
-        values of kinds that do not compare raises TypeError from the function, as the
-        fixpoint's own comparison does: it is not an expression of the program's. ``built``:
-        the local holding the row already."""
+        group's row from before the first replacement (None: it had none). Values of kinds
+        that do not compare raise Incomparable (the fixpoint's E301, as when it compares
+        them itself: no expression of the program's failed). ``built``: the local holding
+        the row already."""
         best = project.best
         assert best is not None
         position, terms = best.position, project.terms
@@ -750,8 +754,12 @@ class _Codegen:
             self.emit_line(f"_k = {key}")
             key = "_k"
         self.emit_line(f"_held = _current({key})")
-        self.emit_line(f"if _held is None or {value} {'<' if best.function == 'min' else '>'} "
-                       f"_held[{position}]:")
+        self.emit_line("try:")
+        self.emit_line(f"    _better = _held is None or {value} "
+                       f"{'<' if best.function == 'min' else '>'} _held[{position}]")
+        self.emit_line("except TypeError as _e:")
+        self.emit_line("    raise Incomparable(str(_e)) from None")
+        self.emit_line("if _better:")
         self.emit_line(f"    if {key} not in _before: _before[{key}] = _held")
         self.emit_line(f"    _best[{key}] = _improved[{key}] = {row}")
 

@@ -35,6 +35,7 @@ from overlog.runtime.backend import (
     Backend,
     Evaluator,
     FunctionError,
+    Incomparable,
     Overflow,
     PlanFailure,
     Row,
@@ -939,15 +940,15 @@ class Fixpoint:
 
     def _improve(self, rule: _Rule, rows: Collection[Row] | None, waiting: dict[Any, Row],
                  pending: tuple[set[Row], set[Row]] | None = None,
-                 plan: tuple[Evaluator, Collection[tuple], Mapping, str] | None = None,
+                 plans: list[tuple[Evaluator, Collection[tuple], Mapping, str]] | None = None,
                  ) -> None:
         """Each group's candidate ``rows`` of a recursive min/max replace its row where the
         best of them is better (and better than its asserted rows); the new rows wait in
         ``waiting`` (group -> row) until they propagate. With ``pending`` (the rows added
         and replaced, for the store when the stratum's loop ends), the store is left as it
-        is. With ``plan`` (a trigger's insertion plan, its seed, what it excludes and the
-        seed's relation) instead of ``rows``, the plan compares each candidate as it derives
-        it (``improve``: no list of them, and no row built for those no better)."""
+        is. With ``plans`` (triggers' insertion plans, each with its seed, what it excludes
+        and the seed's relation) instead of ``rows``, the plans compare each candidate as
+        they derive it (``improve``: no list of them)."""
         head = rule.head
         position = rule.aggregation.position  # type: ignore[union-attr]
         best = self.best[head]
@@ -957,12 +958,16 @@ class Fixpoint:
         store = self.store
         store.on_rollback(_restore_groups, (best, before))
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
+        try:
+            for evaluator, seed, exclude, source in plans or ():
+                rule.run(partial(_improving, evaluator, best, before, improved), seed, exclude,
+                         source)
+        except Incomparable as error:
+            raise EvaluationError("E301", rule.plan, comparison_error(str(error))
+                                  or str(error)) from None
         try:  # (one pass: a group's later candidates compare with its earlier ones)
-            if plan is not None:
-                evaluator, seed, exclude, source = plan
-                rule.run(lambda seed, exclude, cap: evaluator.improve(  # type: ignore[attr-defined]
-                    seed, exclude, cap, best, before, improved), seed, exclude, source)
-            elif self.arity[head] == 2:  # the group one column: its bare value
+            if rows is not None and self.arity[head] == 2:  # the group one column: its
+                # bare value (no ``rows``: the plans compared them)
                 column = 1 - position
                 for row in rows:
                     key = row[column]
@@ -972,7 +977,7 @@ class Fixpoint:
                         if key not in before:
                             before[key] = held
                         best[key] = improved[key] = row
-            else:
+            elif rows is not None:
                 for row in rows:
                     key = row[:position] + row[position + 1:]
                     held = current(key)
@@ -1367,30 +1372,37 @@ class Fixpoint:
                 waiting[rule.head] = {}
                 if rule.plan.stratum in self.solo and not self.keyed[rule.head]:
                     pending[rule.head] = (set(), set())
+        # the min/max rules' plans last in a round: those that compare their candidates at
+        # once (``pending``) then meet what the views' plans raise first, as the others do
+        ordered = sorted(rules, key=lambda rule: rule.aggregation is not None) \
+            if pending else rules
         while True:
             rounds += 1
             if self._rounds is not None:
                 self._rounds.rounds += 1
             if found is None:
                 found = {}
-                for rule in rules:
+                for rule in ordered:
                     if first and self.initial and rule.start is not None:
                         _gather(found, rule, rule.run(rule.start, ()))
                     # (a min/max whose rows go into the store at the loop's end: its
                     # candidates are compared as they are derived, which no other plan of
-                    # the round can tell; else they wait for the views' rows to go in)
+                    # the round can tell, after the views' plans ran as before; else they
+                    # wait for the views' rows to go in)
                     kept = pending.get(rule.head) if rule.aggregation is not None else None
+                    plans = []
                     for trigger in rule.triggers:
                         seed = (minus.get(trigger.relation) if first else None) \
                             if trigger.negated else delta.get(trigger.relation)
                         if not seed:
                             continue
                         if kept is not None:
-                            self._improve(rule, None, waiting[rule.head], kept,
-                                          (trigger.insert, seed, delta, trigger.relation))
+                            plans.append((trigger.insert, seed, delta, trigger.relation))
                         else:
                             _gather(found, rule, rule.run(trigger.insert, seed, delta,
                                                           trigger.relation))
+                    if plans:
+                        self._improve(rule, None, waiting[rule.head], kept, plans)
             first = False
             delta = {}
             fed: dict[str, set[Row]] = {}  # view rows that fed a min/max in the round
@@ -1419,7 +1431,7 @@ class Fixpoint:
                         for reader, trigger in feeds:
                             self._improve(reader, None, waiting[reader.head],
                                           pending.get(reader.head),
-                                          (trigger.insert, new, delta, head))
+                                          [(trigger.insert, new, delta, head)])
                     elif head in delta:
                         delta[head] = delta[head] | new
                     else:
@@ -1645,6 +1657,13 @@ def _best_first(waiting: dict[Any, Row], ordering: tuple[int, bool]) -> set[Row]
     rows = set(waiting.values())
     waiting.clear()
     return rows
+
+
+def _improving(evaluator: Evaluator, best: dict, before: dict, improved: dict,
+               seed: Collection[tuple], exclude: Mapping[str, Set[Row]], cap: int,
+               ) -> dict[Any, Row]:
+    """``evaluator``'s ``improve`` as an evaluator (for ``_Rule.run``)."""
+    return evaluator.improve(seed, exclude, cap, best, before, improved)  # type: ignore[attr-defined]
 
 
 def _gather(found: dict[_Rule, Collection[Row]], rule: _Rule, rows: Collection[Row]) -> None:

@@ -11,7 +11,7 @@ import overlog
 from overlog import plan as p
 from overlog.analysis import Relation
 from overlog.runtime import builtins
-from overlog.runtime.backend import Overflow, PlanFailure
+from overlog.runtime.backend import Incomparable, Overflow, PlanFailure
 from overlog.runtime.local import LocalBackend
 from overlog.runtime.store import LocalStore
 from overlog.source import Span
@@ -202,7 +202,8 @@ def test_a_min_plan_copying_its_seed_compares_it_too(backend: LocalBackend) -> N
     assert run.improve([(1, 2), (2, 4), (2, 3), (3, 7)], {}, 10, best, before, {}) == {
         2: (2, 3), 3: (3, 7)}
     assert (best, before) == ({1: (1, 0), 2: (2, 3), 3: (3, 7)}, {2: (2, 9), 3: None})
-    with pytest.raises(TypeError):  # values that do not compare: the fixpoint's to report
+    with pytest.raises(Incomparable, match="'<' not supported between instances of 'str' "
+                       "and 'int'"):  # (the fixpoint's to report: E301)
         run.improve([(1, "x")], {}, 10, best, {}, {})
     with pytest.raises(Overflow):  # more groups improved than the cap
         run.improve([(5, 1), (6, 1)], {}, 1, best, {}, {})

@@ -344,6 +344,33 @@ def test_a_failing_guard_of_a_later_step_names_its_binding_and_input() -> None:
     assert sorted(engine.rows("dist")) == [(0, 0), (1, 2), (3, 6)]
 
 
+def test_candidates_that_improve_nothing_do_not_count_against_the_tuple_limit() -> None:
+    # a later step's plan compares each candidate as it derives it: 30 candidates for z,
+    # one improvement, within a limit of 10 new tuples
+    engine = Engine(SSSP, max_tuples=10)
+    engine.insert("edge", (0, 1, 1))
+    assert engine.run()[0].errors == []
+    for w in range(2, 32):
+        engine.insert("edge", (1, "z", w))
+    report, = engine.run()
+    assert (report.errors, report.firings) == ([], {"rule 1": 1})
+    assert sorted(engine.rows("dist"), key=str) == [("z", 3), (0, 0), (1, 1)]
+
+
+def test_a_group_two_triggers_improve_in_one_round_fires_once() -> None:
+    engine = Engine("d(0, 0).\nd(Y, min<C>) :- d(X, C1), e(X, Y, W), f(Y, V), C := C1 + W + V.")
+    for row in [(0, 1, 5), (1, 2, 1)]:
+        engine.insert("e", row)
+    for row in [(1, 0), (2, 0)]:
+        engine.insert("f", row)
+    engine.run()
+    engine.insert("e", (0, 2, 7))  # d(2): 7 through e, then -4 through f: one new row
+    engine.insert("f", (2, -10))
+    report, = engine.run()
+    assert report.firings == {"rule 1": 1}
+    assert sorted(engine.rows("d")) == [(0, 0), (1, 5), (2, -4)]
+
+
 def test_an_asserted_row_is_a_candidate_and_stays() -> None:
     engine = Engine(SSSP + "dist(2, 10).\ndist(1, 0).")
     for row in [(0, 1, 1), (1, 2, 1)]:
