@@ -96,6 +96,11 @@ class Store(Protocol):
     def added(self, relation: str) -> set[Row]:
         """A new set of the rows added in the step so far (and not removed since)."""
 
+    def matching(self, relation: str, columns: tuple[int, ...], key: Any,
+                 ) -> Collection[Row] | None:
+        """The rows whose ``columns`` hold ``key`` (a bare value for one column, else a
+        tuple), where an index on those columns has them at hand; else None."""
+
     def changes(self, relations: Iterable[str]) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
         """New sets of the rows each relation gained and lost in the step so far (``added``
         and ``removed``, in one call)."""

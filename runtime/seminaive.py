@@ -1312,11 +1312,30 @@ class Fixpoint:
             if rule.start is not None:
                 found[rule].update(rule.run(rule.start, ()))
             # the first positive atom's plan reads every other atom in full
-            first = next((t for t in rule.triggers if not t.negated), None)
+            first = next((i for i, t in enumerate(rule.triggers) if not t.negated), None)
             if first is not None:
-                found[rule].update(rule.run(first.insert, list(store.rows(first.relation)),
-                                            source=first.relation))
+                trigger = rule.triggers[first]
+                found[rule].update(rule.run(trigger.insert, self._all_rows(
+                    trigger.relation, rule.plan.triggers[first].insert), source=trigger.relation))
         return found
+
+    def _all_rows(self, relation: str, plan: p.Plan) -> list[Row]:
+        """The rows of ``relation`` that ``plan`` (driven by them) can take: those holding
+        the constants its atom has in some columns, where an index on those columns has
+        them (``edge(0, Y, C)``: the arcs from 0, not all of them); else all of them."""
+        constants = sorted((column, term.value) for column, term in getattr(
+            plan.driver, "checks", ()) if isinstance(term, p.Const))
+        if constants:
+            columns = tuple(column for column, _ in constants)
+            key = constants[0][1] if len(constants) == 1 else \
+                tuple(value for _, value in constants)
+            try:
+                found = self.store.matching(relation, columns, key)
+            except TypeError:  # (a value no index can hold: the plan's check decides)
+                found = None
+            if found is not None:
+                return list(found)
+        return list(self.store.rows(relation))
 
     def _rederive(self, views: list[_Rule], overdeleted: dict[str, set[Row]],
                   ) -> dict[str, set[Row]]:

@@ -538,6 +538,11 @@ class LocalStore:
     def asserted(self, relation: str) -> set[Row]:
         return self.tables[relation].asserted
 
+    def matching(self, relation: str, columns: tuple[int, ...], key: Any,
+                 ) -> Collection[Row] | None:
+        index = self.tables[relation].indexes.get(columns)
+        return None if index is None else index.get(key, EMPTY)
+
     def added(self, relation: str) -> set[Row]:
         return set().union(*self.tables[relation].added_parts())
 

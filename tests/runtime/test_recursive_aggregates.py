@@ -5,12 +5,14 @@ improve without end; rollback."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from overlog import Engine
+from overlog import plan as p
 from overlog.api import compile_program
 from overlog.plan import format_program_plan
 from overlog.runtime.seminaive import Fixpoint, _best_first
@@ -369,6 +371,23 @@ def test_a_group_two_triggers_improve_in_one_round_fires_once() -> None:
     report, = engine.run()
     assert report.firings == {"rule 1": 1}
     assert sorted(engine.rows("d")) == [(0, 0), (1, 5), (2, -4)]
+
+
+def test_evaluated_afresh_a_constant_in_the_first_atom_reads_its_rows_from_an_index() -> None:
+    # the first step evaluates the stratum afresh: hop's first rule takes the arcs from 0
+    # out of edge's index on its first column (not those from 0.0 or false: other values)
+    engine = Engine(VIEW_SSSP)
+    for row in [(0, 1, 5), (0.0, 2, 1), (False, 3, 1), (1, 4, 1), (2, 5, 1)]:
+        engine.insert("edge", row)
+    assert engine.run()[0].errors == []
+    assert sorted(engine.rows("hop")) == sorted(engine.rows("best")) == [(1, 5), (4, 6)]
+    fixpoint = engine._fixpoint
+    rule = next(r for r in fixpoint.rules if r.plan.text.startswith("hop(Y, C) :- edge(0"))
+    plan = rule.plan.triggers[0].insert
+    assert fixpoint._all_rows("edge", plan) == [(0, 1, 5)]
+    # no index on the constants' columns (the weight): every row
+    assert len(fixpoint._all_rows("edge", replace(plan, driver=replace(
+        plan.driver, checks=((2, p.Const(value=1)),))))) == 5
 
 
 def test_an_asserted_row_is_a_candidate_and_stays() -> None:
