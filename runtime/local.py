@@ -732,8 +732,9 @@ class _Codegen:
         its group) replaces it in ``_best`` and ``_improved``, and ``_before`` keeps the
         group's row from before the first replacement (None: it had none). Values of kinds
         that do not compare raise Incomparable (the fixpoint's E301, as when it compares
-        them itself: no expression of the program's failed). ``built``: the local holding
-        the row already."""
+        them itself: no expression of the program's failed) once the seeds are done, if no
+        expression failed: as when the candidates were listed first. ``built``: the local
+        holding the row already."""
         best = project.best
         assert best is not None
         position, terms = best.position, project.terms
@@ -758,7 +759,8 @@ class _Codegen:
         self.emit_line(f"    _better = _held is None or {value} "
                        f"{'<' if best.function == 'min' else '>'} _held[{position}]")
         self.emit_line("except TypeError as _e:")
-        self.emit_line("    raise Incomparable(str(_e)) from None")
+        self.emit_line("    _better = False")
+        self.emit_line("    if _incomparable is None: _incomparable = Incomparable(str(_e))")
         self.emit_line("if _better:")
         self.emit_line(f"    if {key} not in _before: _before[{key}] = _held")
         self.emit_line(f"    _best[{key}] = _improved[{key}] = {row}")
@@ -793,8 +795,10 @@ class _Codegen:
             if improves:
                 self.lines, self.depth, self.improving = [], 2, True
                 self.keep_best(plan.project, "_r")
-                source += [*improve, "    for _r in seed:", *(line for line, _ in self.lines),
+                source += [*improve, "    _incomparable = None", "    for _r in seed:",
+                           *(line for line, _ in self.lines),
                            "    if len(_improved) > cap: raise Overflow(len(_improved))",
+                           "    if _incomparable is not None: raise _incomparable",
                            "    return _improved"]
             return "\n".join([*source, ""])
         body = self.variants(1)
@@ -817,8 +821,10 @@ class _Codegen:
         lines += [*body, *failed, (f"    return {result}", None)]
         if improves:
             lines += [(line, None) for line in [*improve, "    failures = None",
-                                                *self.prologue]]
-            lines += [*improving, *failed, ("    return _improved", None)]
+                                                "    _incomparable = None", *self.prologue]]
+            lines += [*improving, *failed,
+                      ("    if _incomparable is not None: raise _incomparable", None),
+                      ("    return _improved", None)]
         # by line number in the source: the user variables bound where an expression is
         # evaluated, as (Python local, name) pairs
         evaluating = [(i + 1, reports) for i, (_, reports) in enumerate(lines)

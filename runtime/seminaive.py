@@ -958,13 +958,18 @@ class Fixpoint:
         store = self.store
         store.on_rollback(_restore_groups, (best, before))
         minimum = rule.aggregation.function == "min"  # type: ignore[union-attr]
-        try:
-            for evaluator, seed, exclude, source in plans or ():
-                rule.run(partial(_improving, evaluator, best, before, improved), seed, exclude,
+        incomparable = None  # (raised once every plan ran: an expression's failure first)
+        for evaluator, seed, exclude, source in plans or ():
+            found: dict[Any, Row] = {}  # (this evaluation's: what a step limit counts)
+            try:
+                rule.run(partial(_improving, evaluator, best, before, found), seed, exclude,
                          source)
-        except Incomparable as error:
-            raise EvaluationError("E301", rule.plan, comparison_error(str(error))
-                                  or str(error)) from None
+            except Incomparable as error:
+                incomparable = incomparable or error
+            improved.update(found)
+        if incomparable is not None:
+            raise EvaluationError("E301", rule.plan, comparison_error(str(incomparable))
+                                  or str(incomparable)) from None
         try:  # (one pass: a group's later candidates compare with its earlier ones)
             if rows is not None and self.arity[head] == 2:  # the group one column: its
                 # bare value (no ``rows``: the plans compared them)
@@ -1323,8 +1328,8 @@ class Fixpoint:
         """The rows of ``relation`` that ``plan`` (driven by them) can take: those holding
         the constants its atom has in some columns, where an index on those columns has
         them (``edge(0, Y, C)``: the arcs from 0, not all of them); else all of them."""
-        constants = sorted((column, term.value) for column, term in getattr(
-            plan.driver, "checks", ()) if isinstance(term, p.Const))
+        constants = sorted(((column, term.value) for column, term in getattr(
+            plan.driver, "checks", ()) if isinstance(term, p.Const)), key=itemgetter(0))
         if constants:
             columns = tuple(column for column, _ in constants)
             key = constants[0][1] if len(constants) == 1 else \
@@ -1391,37 +1396,33 @@ class Fixpoint:
                 waiting[rule.head] = {}
                 if rule.plan.stratum in self.solo and not self.keyed[rule.head]:
                     pending[rule.head] = (set(), set())
-        # the min/max rules' plans last in a round: those that compare their candidates at
-        # once (``pending``) then meet what the views' plans raise first, as the others do
-        ordered = sorted(rules, key=lambda rule: rule.aggregation is not None) \
-            if pending else rules
         while True:
             rounds += 1
             if self._rounds is not None:
                 self._rounds.rounds += 1
+            # a min/max whose rows go into the store when the loop ends: its plans compare
+            # their candidates as they derive them (no other plan reads its table), after
+            # the views' rows of the round went in and fed it, as its listed candidates are
+            compared: list[tuple[_Rule, list]] = []
             if found is None:
                 found = {}
-                for rule in ordered:
+                for rule in rules:
                     if first and self.initial and rule.start is not None:
                         _gather(found, rule, rule.run(rule.start, ()))
-                    # (a min/max whose rows go into the store at the loop's end: its
-                    # candidates are compared as they are derived, which no other plan of
-                    # the round can tell, after the views' plans ran as before; else they
-                    # wait for the views' rows to go in)
-                    kept = pending.get(rule.head) if rule.aggregation is not None else None
+                    kept = rule.aggregation is not None and rule.head in pending
                     plans = []
                     for trigger in rule.triggers:
                         seed = (minus.get(trigger.relation) if first else None) \
                             if trigger.negated else delta.get(trigger.relation)
                         if not seed:
                             continue
-                        if kept is not None:
+                        if kept:
                             plans.append((trigger.insert, seed, delta, trigger.relation))
                         else:
                             _gather(found, rule, rule.run(trigger.insert, seed, delta,
                                                           trigger.relation))
                     if plans:
-                        self._improve(rule, None, waiting[rule.head], kept, plans)
+                        compared.append((rule, plans))
             first = False
             delta = {}
             fed: dict[str, set[Row]] = {}  # view rows that fed a min/max in the round
@@ -1455,6 +1456,8 @@ class Fixpoint:
                         delta[head] = delta[head] | new
                     else:
                         delta[head] = new
+            for rule, plans in compared:
+                self._improve(rule, None, waiting[rule.head], pending[rule.head], plans)
             found = None
             for head, rows in waiting.items():
                 if rows:

@@ -202,9 +202,11 @@ def test_a_min_plan_copying_its_seed_compares_it_too(backend: LocalBackend) -> N
     assert run.improve([(1, 2), (2, 4), (2, 3), (3, 7)], {}, 10, best, before, {}) == {
         2: (2, 3), 3: (3, 7)}
     assert (best, before) == ({1: (1, 0), 2: (2, 3), 3: (3, 7)}, {2: (2, 9), 3: None})
+    improved: dict = {}
     with pytest.raises(Incomparable, match="'<' not supported between instances of 'str' "
-                       "and 'int'"):  # (the fixpoint's to report: E301)
-        run.improve([(1, "x")], {}, 10, best, {}, {})
+                       "and 'int'"):  # (the fixpoint's to report: E301, once the seeds ran)
+        run.improve([(1, "x"), (4, 1)], {}, 10, best, {}, improved)
+    assert improved == {4: (4, 1)}
     with pytest.raises(Overflow):  # more groups improved than the cap
         run.improve([(5, 1), (6, 1)], {}, 1, best, {}, {})
 

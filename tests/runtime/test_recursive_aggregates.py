@@ -373,6 +373,41 @@ def test_a_group_two_triggers_improve_in_one_round_fires_once() -> None:
     assert sorted(engine.rows("d")) == [(0, 0), (1, 5), (2, -4)]
 
 
+def test_a_group_a_view_feeds_better_than_its_own_candidate_fires_once() -> None:
+    # best(2) gets 5 from hop's row of its own trigger (w(2) new) and 3 from hop's new row
+    # in the same round: compared after the view's rows, as when candidates were listed
+    engine = Engine("hop(Y, C) :- edge(0, Y, C).\n"
+                    "hop(Y, C) :- best(X, C1), edge(X, Y, W), C := C1 + W.\n"
+                    "best(Y, min<C>) :- hop(Y, C), w(Y).")
+    for row in [(0, 1, 1), (1, 2, 4)]:
+        engine.insert("edge", row)
+    engine.insert("w", (1,))
+    engine.run()
+    engine.insert("w", (2,))
+    engine.insert("edge", (0, 2, 3))
+    report, = engine.run()
+    assert report.firings == {"rule 1": 1, "rule 3": 1}
+    assert sorted(engine.rows("best")) == [(1, 1), (2, 3)]
+
+
+def test_an_expression_failing_beside_values_that_do_not_compare_is_the_error() -> None:
+    # the candidate (1, "x") does not compare with (1, 5); the binding K=2 divides "x":
+    # the expression's failure is reported, located, as when candidates were listed first
+    engine = Engine("d(0, 0).\n"
+                    "d(Y, min<C>) :- d(X, C1), e(X, Y, C), f(Y, K), K == 1 || C / K > 0.")
+    engine.insert("e", (0, 1, 5))
+    engine.insert("f", (1, 1))
+    engine.insert("f", (1, 2))
+    engine.run()
+    engine.insert("e", (0, 1, "x"))
+    error, = engine.run()[0].errors
+    assert (error.code, error.message, error.expression, error.binding) == (
+        "E301", "cannot divide string by int", "C / K",
+        {"X": 0, "Y": 1, "C": "x", "C1": 0, "K": 2})
+    assert error.quarantined == (("insert", "e", (0, 1, "x")),)
+    assert sorted(engine.rows("d")) == [(0, 0), (1, 5)]
+
+
 def test_evaluated_afresh_a_constant_in_the_first_atom_reads_its_rows_from_an_index() -> None:
     # the first step evaluates the stratum afresh: hop's first rule takes the arcs from 0
     # out of edge's index on its first column (not those from 0.0 or false: other values)
