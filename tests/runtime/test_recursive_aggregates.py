@@ -408,6 +408,25 @@ def test_an_expression_failing_beside_values_that_do_not_compare_is_the_error() 
     assert sorted(engine.rows("d")) == [(0, 0), (1, 5)]
 
 
+def test_a_min_rule_of_many_joins_compares_its_candidates_in_stages() -> None:
+    """A rule of 14 joins runs in stages (Python nests 20 blocks at most); in a later step
+    its plans compare their candidates as they derive them, in the last stage."""
+    n = 14
+    body = ", ".join(f"e(X{i}, X{i + 1})" for i in range(n))
+    engine = Engine(f"d(0, 0).\nd(X{n}, min<C>) :- d(X0, C1), {body}, C := C1 + 1.\n")
+    for i in range(n):
+        engine.insert("e", (i, i + 1))
+    assert engine.run()[0].errors == []
+    assert sorted(engine.rows("d")) == [(0, 0), (14, 1)]
+    for i in range(n, 2 * n):
+        engine.insert("e", (i, i + 1))
+    engine.insert("e", (0, 100))  # 0, 100, 1, ... 13: 14 arcs too
+    engine.insert("e", (100, 1))
+    report, = engine.run()
+    assert (report.errors, report.firings) == ([], {"rule 1": 3})
+    assert sorted(engine.rows("d")) == [(0, 0), (13, 1), (14, 1), (27, 2), (28, 2)]
+
+
 def test_evaluated_afresh_a_constant_in_the_first_atom_reads_its_rows_from_an_index() -> None:
     # the first step evaluates the stratum afresh: hop's first rule takes the arcs from 0
     # out of edge's index on its first column (not those from 0.0 or false: other values)
