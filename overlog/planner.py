@@ -58,10 +58,6 @@ def lower(term: s.Term) -> p.Expr:
     raise TypeError(f"not an expression: {term!r}")
 
 
-def _vars(term: object) -> set[str]:
-    return {v.name for v in s.variables(term)}
-
-
 def _head_terms(head: s.Atom) -> tuple[p.Expr, ...]:
     """The head's terms, an aggregate standing for its argument (null for `count<*>`)."""
     return tuple((p.Var(name=a.arg.name) if a.arg is not None else p.Const(value=None))
@@ -247,7 +243,8 @@ class _Builder:
     def columns(self, atom: s.Atom, extra: frozenset[str] = frozenset(),
                 ) -> tuple[list, list, list]:
         """Split an atom's columns into (keys, binds, checks) given what is bound; a check
-        of a column whose term needs a variable bound later also waits for ``extra``."""
+        of a column whose term needs a variable bound later, or may fail, also waits for
+        ``extra`` (what the atom's place in the body puts before it)."""
         keys: list[tuple[int, p.Expr]] = []
         binds: list[tuple[int, str]] = []
         checks: list[tuple[int, p.Expr]] = []
@@ -261,15 +258,17 @@ class _Builder:
             if isinstance(term, s.Wildcard) or (c, getattr(term, "name", None)) in binds:
                 continue
             names = self.terms.vars(term)
-            if names <= self.bound:
-                keys.append((c, self.terms.lower(term)))
-            elif names <= self.bound | bound_here:
-                checks.append((c, self.terms.lower(term)))
+            lowered = self.terms.lower(term)
+            waits = bool(extra) and p.may_fail(lowered)
+            if names <= self.bound and not waits:
+                keys.append((c, lowered))
+            elif names <= self.bound | bound_here and not waits:
+                checks.append((c, lowered))
             else:
                 self.fresh += 1
                 name = f"#{self.fresh}"
                 binds.append((c, name))
-                check = p.Filter(op="==", left=p.Var(name=name), right=self.terms.lower(term))
+                check = p.Filter(op="==", left=p.Var(name=name), right=lowered)
                 self.pending.append(check)
                 self._wait("pending", len(self.pending) - 1, check, names | {name} | extra)
         return keys, binds, checks
@@ -278,11 +277,11 @@ class _Builder:
              ) -> p.Scan:
         """The driver's scan; its columns' checks that wait for later variables also wait
         for ``extra``; ``name`` (a barrier atom's) is bound once they are all placed."""
-        first = len(self.pending)
         keys, binds, checks = self.columns(atom, extra)  # a driver row has no key: all are
         # checks
-        self.driver_checks = set(range(first, len(self.pending)))
-        self.driver_name = name
+        if name:  # (the builder's first atom: the pending checks are its own)
+            self.driver_checks = set(range(len(self.pending)))
+            self.driver_name = name
         self.bind(v for _, v in binds)
         if name and not self.driver_checks:
             self.bind((name,))
@@ -476,28 +475,31 @@ def _zero_probe(rule: s.Rule, group: tuple[int, ...], terms: _Terms) -> tuple[p.
             if isinstance(lit, s.Assign):
                 bound.add(lit.var.name)
     group_terms = tuple(rule.head.args[i] for i in group)
-    needed = set().union(*map(_vars, group_terms)) - bound
+    group_vars = set().union(*map(terms.vars, group_terms))
+    needed = group_vars - bound
     for lit in reversed(later):  # (what the group needs, and what they need in turn)
         if isinstance(lit, s.Assign) and lit.var.name in needed:
-            needed |= _vars(lit.expr)
+            needed |= terms.vars(lit.expr)
     assigned = {lit.var.name for lit in later if isinstance(lit, s.Assign)}
     for lit in later:
         if not needed & assigned:
             break  # (the group is known)
         if isinstance(lit, s.Assign):
-            if lit.var.name in needed and _vars(lit.expr) <= bound:
+            if lit.var.name in needed and terms.vars(lit.expr) <= bound:
                 body.append(lit)
                 bound.add(lit.var.name)
                 needed.discard(lit.var.name)
-        elif _vars(lit) <= bound:
+        elif terms.vars(lit) <= bound:
             body.append(lit)
-    if not set().union(*map(_vars, group_terms)) <= bound:
+    if not group_vars <= bound:
         return ()
     project = p.Project(terms=tuple(lower(t) for t in group_terms))
+    probe = tuple(body)
     # they find keys (``finds``): an event binding whose group fails on an operator gets no
     # row of 0 (what the body evaluates as written, the plan driven by the event reports)
-    return tuple(replace(plan_body(tuple(body), i, project, semi_naive=False), finds=True)
-                 for i, lit in enumerate(body) if isinstance(lit, s.Atom))
+    return tuple(replace(plan_body(probe, i, project, semi_naive=False, terms=terms),
+                         finds=True)
+                 for i, lit in enumerate(probe) if isinstance(lit, s.Atom))
 
 
 # the aggregates an event's binding that matches nothing gets a row of (count: 0); in the

@@ -751,7 +751,7 @@ class _Codegen:
             value, row = f"{built}[{position}]", built
             key = f"{built}[{1 - position}]" if len(terms) == 2 else \
                 f"{built}[:{position}] + {built}[{position + 1}:]"
-        if len(terms) > 2 or not key.isidentifier():
+        if not key.isidentifier():  # (a tuple, a slice, a constant: computed once)
             self.emit_line(f"_k = {key}")
             key = "_k"
         self.emit_line(f"_held = _current({key})")
@@ -793,7 +793,7 @@ class _Codegen:
                       "    if len(out) > cap: raise Overflow(len(out))",
                       "    return out"]
             if improves:
-                self.lines, self.depth, self.improving = [], 2, True
+                self.lines, self.depth = [], 2
                 self.keep_best(plan.project, "_r")
                 source += [*improve, "    _incomparable = None", "    for _r in seed:",
                            *(line for line, _ in self.lines),

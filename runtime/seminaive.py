@@ -971,20 +971,11 @@ class Fixpoint:
             raise EvaluationError("E301", rule.plan, comparison_error(str(incomparable))
                                   or str(incomparable)) from None
         try:  # (one pass: a group's later candidates compare with its earlier ones)
-            if rows is not None and self.arity[head] == 2:  # the group one column: its
-                # bare value (no ``rows``: the plans compared them)
+            if rows is not None:  # (else the plans compared them)
+                pair = self.arity[head] == 2  # the group one column: its bare value
                 column = 1 - position
                 for row in rows:
-                    key = row[column]
-                    held = current(key)
-                    if held is None or (row[position] < held[position] if minimum
-                                        else row[position] > held[position]):
-                        if key not in before:
-                            before[key] = held
-                        best[key] = improved[key] = row
-            elif rows is not None:
-                for row in rows:
-                    key = row[:position] + row[position + 1:]
+                    key = row[column] if pair else row[:position] + row[position + 1:]
                     held = current(key)
                     if held is None or (row[position] < held[position] if minimum
                                         else row[position] > held[position]):
@@ -1409,14 +1400,14 @@ class Fixpoint:
                 for rule in rules:
                     if first and self.initial and rule.start is not None:
                         _gather(found, rule, rule.run(rule.start, ()))
-                    kept = rule.aggregation is not None and rule.head in pending
-                    plans = []
+                    plans = [] if rule.aggregation is not None and rule.head in pending \
+                        else None
                     for trigger in rule.triggers:
                         seed = (minus.get(trigger.relation) if first else None) \
                             if trigger.negated else delta.get(trigger.relation)
                         if not seed:
                             continue
-                        if kept:
+                        if plans is not None:
                             plans.append((trigger.insert, seed, delta, trigger.relation))
                         else:
                             _gather(found, rule, rule.run(trigger.insert, seed, delta,

@@ -596,6 +596,22 @@ def test_a_negations_expression_is_tested_where_the_negation_is() -> None:
     assert (_errors([eng.step()]), eng.rows("r")) == ([[]], [(5,)])
 
 
+def test_a_column_computed_from_the_atoms_own_variable_waits_for_its_place() -> None:
+    """`10 / X` in `b(X, 10 / X)` and in `notin q(X, 10 / X)` uses the `X` its own atom
+    binds where that atom drives the plan; it is computed after `X != 0` there too."""
+    eng = overlog.Engine("a(5).\nr(X) :- a(X), X != 0, b(X, 10 / X).\n")
+    eng.insert("b", (0, 3))
+    assert (_errors(eng.run()), eng.rows("r"), eng.rows("b")) == ([[]], [], [(0, 3)])
+    eng.insert("b", (5, 2))
+    assert (_errors(eng.run()), eng.rows("r")) == ([[]], [(5,)])
+    eng = overlog.Engine("a(5). q(0, 1). q(5, 9).\nr(X) :- a(X), X != 0, notin q(X, 10 / X).\n")
+    assert (_errors([eng.step()]), eng.rows("r")) == ([[]], [(5,)])
+    eng.delete("q", (0, 1))
+    assert (_errors(eng.run()), eng.rows("r"), eng.rows("q")) == ([[]], [(5,)], [(5, 9)])
+    eng.insert("q", (5, 2))
+    assert (_errors(eng.run()), eng.rows("r")) == ([[]], [])
+
+
 def test_a_rule_without_atoms_feeding_a_guarded_expression_stays() -> None:
     """`a(0)` fires at the first step; with no `c(0)`, rule 2 divides by nothing (it used
     to, and rule 1 was dropped for good though nothing was wrong)."""
