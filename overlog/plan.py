@@ -296,6 +296,13 @@ def may_fail(expr: Expr, safe: frozenset[str] = frozenset()) -> bool:
     return False
 
 
+def comparison_may_fail(op: str, left: Expr, right: Expr,
+                        safe: frozenset[str] = frozenset()) -> bool:
+    """Whether testing ``left op right`` can fail: an ordering (values that do not
+    compare), or (in)equality of terms that may fail themselves (``may_fail``)."""
+    return op not in ("==", "!=") or may_fail(left, safe) or may_fail(right, safe)
+
+
 def plan_relations(plan: Plan) -> set[str]:
     """The relations a plan reads (its driver's and its joins' and anti-joins')."""
     found = {plan.driver.relation} if isinstance(plan.driver, Scan) else set()

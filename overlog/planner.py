@@ -149,8 +149,7 @@ class _Builder:
             if isinstance(lit, s.Atom):
                 # an atom whose columns compute what may fail, from variables bound before
                 # it, is a barrier too (`b(10 / X)`)
-                exprs = [t for t in lit.args
-                         if not isinstance(t, s.Wildcard) and p.may_fail(terms.lower(t))]
+                exprs = _failing_args(lit, terms)
                 if exprs and all(terms.vars(t) <= known for t in exprs):
                     self.barriers.add(i)
                     self.extra[i] = frozenset(since | barrier)
@@ -161,9 +160,11 @@ class _Builder:
                 self._hold(i, self.extra[i])
                 known.update(t.name for t in lit.args if isinstance(t, s.Var))
                 continue
-            kind, names = ("filter", terms.vars(lit)) if isinstance(lit, s.Comparison) else \
-                ("negation", terms.vars(lit)) if isinstance(lit, s.Negation) else \
-                ("let", terms.vars(lit.expr))  # type: ignore[union-attr]
+            if isinstance(lit, s.Assign):
+                kind, names = "let", terms.vars(lit.expr)
+            else:
+                kind = "filter" if isinstance(lit, s.Comparison) else "negation"
+                names = terms.vars(lit)
             if _fallible(lit, terms):
                 self.extra[i] = frozenset(since | barrier)
                 barrier, since = frozenset((f"!{i}",)), set()
@@ -382,10 +383,14 @@ def _fallible(literal: s.Literal, terms: _Terms) -> bool:
     if isinstance(literal, s.Assign):
         return p.may_fail(terms.lower(literal.expr))
     if isinstance(literal, s.Negation):
-        return any(p.may_fail(terms.lower(t)) for t in literal.atom.args
-                   if not isinstance(t, s.Wildcard))
-    return literal.op not in ("==", "!=") or any(  # type: ignore[union-attr]
-        p.may_fail(terms.lower(t)) for t in (literal.left, literal.right))  # type: ignore[union-attr]
+        return bool(_failing_args(literal.atom, terms))
+    return p.comparison_may_fail(literal.op, terms.lower(literal.left),  # type: ignore[union-attr]
+                                 terms.lower(literal.right))  # type: ignore[union-attr]
+
+
+def _failing_args(atom: s.Atom, terms: _Terms) -> list[s.Term]:
+    """The arguments of ``atom`` whose computing may fail (p.may_fail)."""
+    return [t for t in atom.args if not isinstance(t, s.Wildcard) and p.may_fail(terms.lower(t))]
 
 
 def plan_body(body: tuple[s.Literal, ...], driver: int | None, project: p.Project,

@@ -643,7 +643,7 @@ def _can_fail(op: p.Operator) -> bool:
     to the end (checkpointed) before going on."""
     match op:
         case p.Filter(op=cmp, left=left, right=right):
-            return cmp not in ("==", "!=") or _raises(left) or _raises(right)
+            return p.comparison_may_fail(cmp, left, right, _SAFE_CALLS)
         case p.Let(expr=expr):
             return _raises(expr)
         case p.Join(checks=checks):  # (key expressions are evaluated before the join)
